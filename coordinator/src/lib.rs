@@ -1,0 +1,1 @@
+//! Job planning and scheduling for the xqtb coordinator.

@@ -1,0 +1,1 @@
+//! The xqtb gRPC protocol (compiled from xqtb.proto).

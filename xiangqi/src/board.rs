@@ -1,0 +1,537 @@
+//! The board: piece placement, side to move, making and retracting moves, check detection.
+
+use crate::moves::{Move, MoveList};
+use crate::tables::{
+    ADVISOR_STEPS, ELEPHANT_STEPS, HORSE_FROM, HORSE_STEPS, KING_STEPS, PAWN_FROM, PAWN_STEPS,
+    RAY_DELTA, RAY_LEN,
+};
+use crate::types::{Color, NUM_SQUARES, Piece, PieceKind, Square};
+
+const EMPTY: u8 = 0;
+const NO_KING: u8 = 0xFF;
+
+#[inline]
+const fn bit(s: u8) -> u128 {
+    1u128 << s
+}
+
+/// A Xiangqi position: where every piece stands and whose turn it is.
+///
+/// A board built by [`crate::fen`] parsing or checked with [`Board::validate`] has exactly one king a
+/// side; the attack and move functions rely on that.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Board {
+    cells: [u8; NUM_SQUARES],
+    occ: [u128; 2],
+    kings: [u8; 2],
+    side: Color,
+}
+
+impl Default for Board {
+    fn default() -> Self {
+        Board::empty(Color::Red)
+    }
+}
+
+impl std::fmt::Debug for Board {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Board({})", crate::fen::to_fen(self))
+    }
+}
+
+impl Board {
+    /// A board with no pieces. Place both kings before asking about checks or moves.
+    pub const fn empty(side: Color) -> Board {
+        Board {
+            cells: [EMPTY; NUM_SQUARES],
+            occ: [0; 2],
+            kings: [NO_KING; 2],
+            side,
+        }
+    }
+
+    /// The side to move.
+    #[inline]
+    pub fn side_to_move(&self) -> Color {
+        self.side
+    }
+
+    /// Sets the side to move.
+    #[inline]
+    pub fn set_side_to_move(&mut self, side: Color) {
+        self.side = side;
+    }
+
+    /// The piece on `s`, if any.
+    #[inline]
+    pub fn piece_at(&self, s: Square) -> Option<Piece> {
+        Piece::from_code(self.cells[s.index()])
+    }
+
+    #[inline]
+    fn code(&self, s: u8) -> u8 {
+        self.cells[s as usize]
+    }
+
+    /// Whether `s` is empty.
+    #[inline]
+    pub fn is_empty(&self, s: Square) -> bool {
+        self.cells[s.index()] == EMPTY
+    }
+
+    /// Puts `piece` on the empty square `s`.
+    #[inline]
+    pub fn put(&mut self, s: Square, piece: Piece) {
+        debug_assert!(self.is_empty(s), "put on occupied {s}");
+        let i = s.index() as u8;
+        self.cells[s.index()] = piece.code();
+        self.occ[piece.color().index()] |= bit(i);
+        if piece.kind() == PieceKind::King {
+            self.kings[piece.color().index()] = i;
+        }
+    }
+
+    /// Removes and returns the piece on `s`.
+    #[inline]
+    pub fn remove(&mut self, s: Square) -> Option<Piece> {
+        let p = self.piece_at(s)?;
+        self.cells[s.index()] = EMPTY;
+        self.occ[p.color().index()] &= !bit(s.index() as u8);
+        if p.kind() == PieceKind::King {
+            self.kings[p.color().index()] = NO_KING;
+        }
+        Some(p)
+    }
+
+    /// The square of `color`'s king, if it has one.
+    #[inline]
+    pub fn king_square(&self, color: Color) -> Option<Square> {
+        let k = self.kings[color.index()];
+        (k != NO_KING).then(|| Square::from_u8(k))
+    }
+
+    /// Bit mask (bit n = square n) of `color`'s pieces.
+    #[inline]
+    pub fn occupancy(&self, color: Color) -> u128 {
+        self.occ[color.index()]
+    }
+
+    /// Every piece with its square, in square order.
+    pub fn pieces(&self) -> impl Iterator<Item = (Square, Piece)> + '_ {
+        Square::all().filter_map(move |s| self.piece_at(s).map(|p| (s, p)))
+    }
+
+    /// How many pieces of `color` and `kind` stand on the board.
+    pub fn count(&self, color: Color, kind: PieceKind) -> usize {
+        let code = Piece::new(color, kind).code();
+        self.cells.iter().filter(|&&c| c == code).count()
+    }
+
+    /// Whether `color`'s king is attacked, the kings facing each other on an open file included.
+    #[inline]
+    pub fn in_check(&self, color: Color) -> bool {
+        self.is_attacked(self.kings[color.index()], color.opponent())
+    }
+
+    /// Whether the side that is not to move is in check, which makes the position illegal.
+    #[inline]
+    pub fn opponent_in_check(&self) -> bool {
+        self.in_check(self.side.opponent())
+    }
+
+    /// Whether pieces of `by` attack square `s` in the way that matters for a king standing there:
+    /// chariots, cannons over one screen, horses with a free leg, pawns, and the enemy king along an
+    /// open file.
+    fn is_attacked(&self, s: u8, by: Color) -> bool {
+        let rook = Piece::new(by, PieceKind::Rook).code();
+        let cannon = Piece::new(by, PieceKind::Cannon).code();
+        let king = Piece::new(by, PieceKind::King).code();
+        let horse = Piece::new(by, PieceKind::Horse).code();
+        let pawn = Piece::new(by, PieceKind::Pawn).code();
+        for (d, &delta) in RAY_DELTA.iter().enumerate() {
+            let mut t = s as i32;
+            let mut left = RAY_LEN[s as usize][d];
+            let mut screened = false;
+            while left > 0 {
+                t += delta as i32;
+                left -= 1;
+                let c = self.cells[t as usize];
+                if c == EMPTY {
+                    continue;
+                }
+                if screened {
+                    if c == cannon {
+                        return true;
+                    }
+                    break;
+                }
+                if c == rook || (c == king && d >= 2) {
+                    return true;
+                }
+                screened = true;
+            }
+        }
+        for (from, leg) in HORSE_FROM[s as usize].iter() {
+            if self.code(from) == horse && self.code(leg) == EMPTY {
+                return true;
+            }
+        }
+        for (from, _) in PAWN_FROM[by.index()][s as usize].iter() {
+            if self.code(from) == pawn {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Plays `m` (which must be pseudo-legal) and returns the captured piece.
+    #[inline]
+    pub fn make(&mut self, m: Move) -> Option<Piece> {
+        let (f, t) = (m.from().index(), m.to().index());
+        let pc = self.cells[f];
+        let cap = self.cells[t];
+        let us = self.side.index();
+        self.cells[t] = pc;
+        self.cells[f] = EMPTY;
+        self.occ[us] ^= bit(f as u8) | bit(t as u8);
+        if cap != EMPTY {
+            self.occ[us ^ 1] ^= bit(t as u8);
+        }
+        if pc & 7 == PieceKind::King as u8 {
+            self.kings[us] = t as u8;
+        }
+        self.side = self.side.opponent();
+        Piece::from_code(cap)
+    }
+
+    /// Takes back `m`, restoring `captured`; the exact inverse of [`Board::make`].
+    #[inline]
+    pub fn unmake(&mut self, m: Move, captured: Option<Piece>) {
+        self.side = self.side.opponent();
+        let (f, t) = (m.from().index(), m.to().index());
+        let us = self.side.index();
+        let pc = self.cells[t];
+        self.cells[f] = pc;
+        self.occ[us] ^= bit(f as u8) | bit(t as u8);
+        match captured {
+            Some(c) => {
+                self.cells[t] = c.code();
+                self.occ[us ^ 1] |= bit(t as u8);
+            }
+            None => self.cells[t] = EMPTY,
+        }
+        if pc & 7 == PieceKind::King as u8 {
+            self.kings[us] = f as u8;
+        }
+    }
+
+    /// Appends every pseudo-legal move of the side to move (own king safety not checked).
+    pub fn pseudo_moves(&self, out: &mut MoveList) {
+        let us = self.side;
+        let mut own = self.occ[us.index()];
+        while own != 0 {
+            let s = own.trailing_zeros() as u8;
+            own &= own - 1;
+            self.piece_moves(s, out);
+        }
+    }
+
+    /// Appends the pseudo-legal moves of the piece on `s`.
+    fn piece_moves(&self, s: u8, out: &mut MoveList) {
+        let code = self.cells[s as usize];
+        let us = self.side;
+        let them = us.opponent().index();
+        let own_bits = self.occ[us.index()];
+        let from = Square::from_u8(s);
+        let push_if_free = |to: u8, out: &mut MoveList| {
+            if own_bits & bit(to) == 0 {
+                out.push(Move::new(from, Square::from_u8(to)));
+            }
+        };
+        match PieceKind::ALL[(code & 7) as usize] {
+            PieceKind::King => KING_STEPS[s as usize]
+                .iter()
+                .for_each(|(t, _)| push_if_free(t, out)),
+            PieceKind::Advisor => ADVISOR_STEPS[s as usize]
+                .iter()
+                .for_each(|(t, _)| push_if_free(t, out)),
+            PieceKind::Elephant => {
+                for (t, eye) in ELEPHANT_STEPS[s as usize].iter() {
+                    if self.cells[eye as usize] == EMPTY {
+                        push_if_free(t, out);
+                    }
+                }
+            }
+            PieceKind::Horse => {
+                for (t, leg) in HORSE_STEPS[s as usize].iter() {
+                    if self.cells[leg as usize] == EMPTY {
+                        push_if_free(t, out);
+                    }
+                }
+            }
+            PieceKind::Pawn => PAWN_STEPS[us.index()][s as usize]
+                .iter()
+                .for_each(|(t, _)| push_if_free(t, out)),
+            PieceKind::Rook => {
+                for (d, &delta) in RAY_DELTA.iter().enumerate() {
+                    let mut t = s as i32;
+                    for _ in 0..RAY_LEN[s as usize][d] {
+                        t += delta as i32;
+                        let c = self.cells[t as usize];
+                        if c == EMPTY {
+                            out.push(Move::new(from, Square::from_u8(t as u8)));
+                        } else {
+                            if self.occ[them] & bit(t as u8) != 0 {
+                                out.push(Move::new(from, Square::from_u8(t as u8)));
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+            PieceKind::Cannon => {
+                for (d, &delta) in RAY_DELTA.iter().enumerate() {
+                    let mut t = s as i32;
+                    let mut screened = false;
+                    for _ in 0..RAY_LEN[s as usize][d] {
+                        t += delta as i32;
+                        let c = self.cells[t as usize];
+                        if !screened {
+                            if c == EMPTY {
+                                out.push(Move::new(from, Square::from_u8(t as u8)));
+                            } else {
+                                screened = true;
+                            }
+                        } else if c != EMPTY {
+                            if self.occ[them] & bit(t as u8) != 0 {
+                                out.push(Move::new(from, Square::from_u8(t as u8)));
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether pseudo-legal `m` could expose the mover's king, so that it needs a full check test.
+    /// Only moves touching the king's file or rank, vacating a horse-leg point next to the king,
+    /// or moving the king itself can change what attacks it.
+    #[inline]
+    fn may_expose_king(&self, m: Move, king: Square) -> bool {
+        let (f, t) = (m.from(), m.to());
+        if f == king {
+            return true;
+        }
+        let (kf, kr) = (king.file(), king.rank());
+        f.file() == kf
+            || f.rank() == kr
+            || t.file() == kf
+            || t.rank() == kr
+            || (f.file().abs_diff(kf) == 1 && f.rank().abs_diff(kr) == 1)
+    }
+
+    /// Appends every legal move of the side to move.
+    pub fn legal_moves_into(&self, out: &mut MoveList) {
+        let mut pseudo = MoveList::new();
+        self.pseudo_moves(&mut pseudo);
+        let us = self.side;
+        let king = Square::from_u8(self.kings[us.index()]);
+        let checked = self.in_check(us);
+        let mut scratch = self.clone();
+        for &m in pseudo.iter() {
+            if checked || self.may_expose_king(m, king) {
+                let cap = scratch.make(m);
+                let ok = !scratch.in_check(us);
+                scratch.unmake(m, cap);
+                if !ok {
+                    continue;
+                }
+            }
+            out.push(m);
+        }
+    }
+
+    /// Every legal move of the side to move.
+    pub fn legal_moves(&self) -> MoveList {
+        let mut out = MoveList::new();
+        self.legal_moves_into(&mut out);
+        out
+    }
+
+    /// Number of legal moves, without collecting them.
+    pub fn count_legal_moves(&self) -> usize {
+        self.legal_moves().len()
+    }
+
+    /// Whether the side to move has at least one legal move (without one it has lost).
+    pub fn has_legal_move(&self) -> bool {
+        let mut pseudo = MoveList::new();
+        self.pseudo_moves(&mut pseudo);
+        let us = self.side;
+        let mut scratch = self.clone();
+        pseudo.iter().any(|&m| {
+            let cap = scratch.make(m);
+            let ok = !scratch.in_check(us);
+            scratch.unmake(m, cap);
+            ok
+        })
+    }
+
+    /// Whether `m` is a legal move here.
+    pub fn is_legal_move(&self, m: Move) -> bool {
+        self.legal_moves().iter().any(|&x| x == m)
+    }
+
+    /// Appends every non-capturing move the side not to move could just have played to reach this
+    /// position, as the forward move (origin, arrival). The origin is empty now and the geometry is
+    /// checked; whether the position before the move was legal is not (see [`Board::legal_unmoves`]).
+    pub fn unmoves(&self, out: &mut MoveList) {
+        self.retractions(out, false);
+    }
+
+    /// Appends every capturing move the side not to move could just have played: the forward move
+    /// whose arrival square held a piece of the side to move, now taken. Pair each with a kind from
+    /// [`Board::uncapture_kinds`] to get the position before.
+    pub fn uncapture_moves(&self, out: &mut MoveList) {
+        self.retractions(out, true);
+    }
+
+    fn retractions(&self, out: &mut MoveList, captures: bool) {
+        let mover = self.side.opponent();
+        let mut own = self.occ[mover.index()];
+        while own != 0 {
+            let q = own.trailing_zeros() as u8;
+            own &= own - 1;
+            let to = Square::from_u8(q);
+            let push_if_empty = |p: u8, out: &mut MoveList| {
+                if self.cells[p as usize] == EMPTY {
+                    out.push(Move::new(Square::from_u8(p), to));
+                }
+            };
+            let code = self.cells[q as usize];
+            match PieceKind::ALL[(code & 7) as usize] {
+                PieceKind::King => KING_STEPS[q as usize]
+                    .iter()
+                    .for_each(|(p, _)| push_if_empty(p, out)),
+                PieceKind::Advisor => ADVISOR_STEPS[q as usize]
+                    .iter()
+                    .for_each(|(p, _)| push_if_empty(p, out)),
+                PieceKind::Elephant => {
+                    for (p, eye) in ELEPHANT_STEPS[q as usize].iter() {
+                        if self.cells[eye as usize] == EMPTY {
+                            push_if_empty(p, out);
+                        }
+                    }
+                }
+                PieceKind::Horse => {
+                    for (p, leg) in HORSE_FROM[q as usize].iter() {
+                        if self.cells[leg as usize] == EMPTY {
+                            push_if_empty(p, out);
+                        }
+                    }
+                }
+                PieceKind::Pawn => PAWN_FROM[mover.index()][q as usize]
+                    .iter()
+                    .for_each(|(p, _)| push_if_empty(p, out)),
+                PieceKind::Rook => {
+                    for (d, &delta) in RAY_DELTA.iter().enumerate() {
+                        let mut t = q as i32;
+                        for _ in 0..RAY_LEN[q as usize][d] {
+                            t += delta as i32;
+                            if self.cells[t as usize] != EMPTY {
+                                break;
+                            }
+                            out.push(Move::new(Square::from_u8(t as u8), to));
+                        }
+                    }
+                }
+                PieceKind::Cannon => {
+                    for (d, &delta) in RAY_DELTA.iter().enumerate() {
+                        let mut t = q as i32;
+                        let mut screened = false;
+                        for _ in 0..RAY_LEN[q as usize][d] {
+                            t += delta as i32;
+                            let empty = self.cells[t as usize] == EMPTY;
+                            if !empty {
+                                if screened || !captures {
+                                    break;
+                                }
+                                screened = true;
+                            } else if screened == captures {
+                                out.push(Move::new(Square::from_u8(t as u8), to));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The kinds of the side to move that could have stood on `s` and been captured there, by
+    /// legal squares and by how many of each kind the side still has room for.
+    pub fn uncapture_kinds(&self, s: Square) -> impl Iterator<Item = PieceKind> + '_ {
+        let victim = self.side;
+        PieceKind::CAPTURABLE.into_iter().filter(move |&k| {
+            s.is_legal_for(victim, k) && self.count(victim, k) < k.max_count() as usize
+        })
+    }
+
+    /// Takes back the forward move `m` (a non-capture when `captured` is `None`): the piece on
+    /// `m.to()` returns to `m.from()`, a captured piece of the side to move reappears on `m.to()`,
+    /// and the turn passes back to the mover.
+    pub fn retract(&mut self, m: Move, captured: Option<PieceKind>) {
+        let victim = self.side;
+        self.unmake(m, captured.map(|k| Piece::new(victim, k)));
+    }
+
+    /// Every legal position this one can be reached from by one non-capturing move, with that move.
+    pub fn legal_unmoves(&self) -> Vec<(Move, Board)> {
+        let mut list = MoveList::new();
+        self.unmoves(&mut list);
+        list.iter()
+            .filter_map(|&m| {
+                let mut b = self.clone();
+                b.retract(m, None);
+                (!b.opponent_in_check()).then_some((m, b))
+            })
+            .collect()
+    }
+
+    /// Every legal position this one can be reached from by one capture, with the move and the kind
+    /// of piece it captured.
+    pub fn legal_uncaptures(&self) -> Vec<(Move, PieceKind, Board)> {
+        let mut list = MoveList::new();
+        self.uncapture_moves(&mut list);
+        let mut out = Vec::new();
+        for &m in list.iter() {
+            for k in self.uncapture_kinds(m.to()) {
+                let mut b = self.clone();
+                b.retract(m, Some(k));
+                if !b.opponent_in_check() {
+                    out.push((m, k, b));
+                }
+            }
+        }
+        out
+    }
+
+    /// The left-right mirror image (same side to move).
+    pub fn mirrored(&self) -> Board {
+        let mut b = Board::empty(self.side);
+        for (s, p) in self.pieces() {
+            b.put(s.mirror(), p);
+        }
+        b
+    }
+
+    /// The board turned by 180 degrees with the colours swapped, side to move included: Red's
+    /// pieces become Black's on the opposite points.
+    pub fn rotated(&self) -> Board {
+        let mut b = Board::empty(self.side.opponent());
+        for (s, p) in self.pieces() {
+            b.put(s.rotate(), p.flipped());
+        }
+        b
+    }
+}

@@ -1,0 +1,1 @@
+//! Move notation: ICCS, Chinese and WXF.
