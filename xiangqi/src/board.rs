@@ -118,7 +118,18 @@ impl Board {
 
     /// Every piece with its square, in square order.
     pub fn pieces(&self) -> impl Iterator<Item = (Square, Piece)> + '_ {
-        Square::all().filter_map(move |s| self.piece_at(s).map(|p| (s, p)))
+        let mut occ = self.occ[0] | self.occ[1];
+        std::iter::from_fn(move || {
+            if occ == 0 {
+                return None;
+            }
+            let s = occ.trailing_zeros() as u8;
+            occ &= occ - 1;
+            Some((
+                Square::from_u8(s),
+                Piece::from_code(self.cells[s as usize])?,
+            ))
+        })
     }
 
     /// How many pieces of `color` and `kind` stand on the board.

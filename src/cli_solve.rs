@@ -1,0 +1,145 @@
+//! `xqtb solve`: solve and verify a dependency closure with progress bars and a report per table.
+
+use anyhow::{Result, anyhow};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::sync::Arc;
+use std::time::Instant;
+use storage_format::{MemoryTables, RuleSet, Signature, Table};
+use worker::{Progress, TableStats};
+use xiangqi::Color;
+
+/// Arguments of `xqtb solve`.
+#[derive(Args)]
+pub struct SolveArgs {
+    /// Material signatures to solve (their dependencies are solved first).
+    #[arg(required = true)]
+    signatures: Vec<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Rule set for repetitions.
+    #[arg(long, default_value = "cycles-are-draws")]
+    rules: RuleSet,
+}
+
+pub fn run(args: SolveArgs) -> Result<()> {
+    let targets: Vec<Signature> = args
+        .signatures
+        .iter()
+        .map(|s| crate::parse_signature(s))
+        .collect::<Result<_>>()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.unwrap_or(0))
+        .build()?;
+    let closure = storage_format::closure_of(&targets);
+    eprintln!(
+        "solving {} tables on {} threads: {}",
+        closure.len(),
+        pool.current_num_threads(),
+        closure
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let mut tables = MemoryTables::new();
+    let all_start = Instant::now();
+    let cpu_start = cpu_seconds();
+    for sig in closure {
+        let start = Instant::now();
+        let bar = progress_bar(&sig);
+        let on_progress = |p: Progress| match p {
+            Progress::Init { done, total } => {
+                bar.set_length(total);
+                bar.set_position(done);
+                bar.set_message("captures and mates");
+            }
+            Progress::Level {
+                level,
+                resolved,
+                total,
+            } => {
+                bar.set_length(total);
+                bar.set_position(resolved);
+                bar.set_message(format!("ply {level}"));
+            }
+        };
+        let (table, stats) = pool
+            .install(|| worker::solve_and_verify(sig, args.rules, &tables, &on_progress))
+            .map_err(|e| anyhow!(e))?;
+        bar.finish_and_clear();
+        report(&table, &stats, start.elapsed().as_secs_f64());
+        tables.insert(Arc::new(table));
+    }
+    println!(
+        "all done: {:.2} s wall, {:.2} s CPU, peak memory {}",
+        all_start.elapsed().as_secs_f64(),
+        cpu_seconds() - cpu_start,
+        peak_memory()
+    );
+    Ok(())
+}
+
+fn progress_bar(sig: &Signature) -> ProgressBar {
+    let bar = ProgressBar::new(1);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>10} [{bar:40}] {percent:>3}% {msg} ({elapsed})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(sig.name());
+    bar
+}
+
+fn report(table: &Table, stats: &TableStats, secs: f64) {
+    let size = table.index.size();
+    println!(
+        "{}: index size {size} per side, verified",
+        table.signature()
+    );
+    for side in Color::ALL {
+        let i = side.index();
+        let longest = match stats.longest_win[i] {
+            Some((d, slot)) => {
+                let fen = table
+                    .index
+                    .board(slot, side)
+                    .map(|b| b.fen())
+                    .unwrap_or_default();
+                format!("longest win {d} plies: {fen}")
+            }
+            None => "no wins".into(),
+        };
+        println!(
+            "  {side} to move: {} legal, {} wins, {} draws, {} losses; {longest}",
+            stats.legal[i], stats.wins[i], stats.draws[i], stats.losses[i]
+        );
+    }
+    println!("  time {secs:.2} s, peak memory {}", peak_memory());
+}
+
+/// CPU seconds used by this process so far (user + system).
+pub fn cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+            Some(ticks / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// Peak resident memory of this process, for reports.
+pub fn peak_memory() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(format!("{:.1} MB", kb as f64 / 1024.0))
+        })
+        .unwrap_or_else(|| "unknown".into())
+}

@@ -1,0 +1,688 @@
+//! The perfect-hash index: a bijection between the placements of a signature's pieces (mirror
+//! images identified) and the integers `0..size`.
+//!
+//! Layout. Each side's king, advisors and elephants together form its *home configuration*: the
+//! king on a palace point, the defenders on their points, no two on one point. The pair of home
+//! configurations is the leading digit, with the mirror folded in: a pair is either asymmetric
+//! (two mirror images, one slot) or mirror-symmetric. Every other kind of piece of each colour
+//! (pawns, horses, cannons, chariots) forms one group: its pieces are numbered combinatorially
+//! over the group's legal points (identical pieces give one slot per set of points, not per
+//! ordering).
+//!
+//! * Asymmetric home pair `c`: `c * R + Σ rank_g * stride_g` with `R = Π size_g`, every group
+//!   in full, the board turned so that the home pair is the canonical member of its mirror pair.
+//! * Symmetric home pair `s`: the mirror is folded into the first group whose placement is not
+//!   mirror-symmetric, recursively: `P_a R + s * H_0 + half_0`, where `P_a` is the number of
+//!   asymmetric home-pair classes, `H_i = (A_i / 2) R_{i+1} + S_i H_{i+1}` (`A_i` asymmetric and
+//!   `S_i` symmetric placements of group `i`, `R_i` the product of sizes from group `i` on,
+//!   `H_m = 1`).
+//!
+//! Slots whose placement puts two pieces on one point, or two uncrossed pawns of a side on one
+//! file, decode to `None`; the other illegal slots (kings facing, the side not to move in check)
+//! are found by [`TableIndex::board`] followed by the usual check test.
+
+use crate::signature::Signature;
+use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
+
+/// Most pieces a table may hold (kings included).
+pub const MAX_PIECES: usize = 16;
+
+const NONE: u8 = 0xFF;
+const SYM_BIT: u32 = 1 << 31;
+const MIRRORED_BIT: u32 = 1 << 30;
+const IDX_MASK: u32 = (1 << 30) - 1;
+
+fn binomial(n: usize, k: usize) -> u64 {
+    if k > n {
+        return 0;
+    }
+    let mut r: u64 = 1;
+    for i in 0..k {
+        r = r * (n - i) as u64 / (i + 1) as u64;
+    }
+    r
+}
+
+/// Points a piece may stand on, numbered locally, with the mirror folded into classes.
+#[derive(Clone)]
+struct Group {
+    color: Color,
+    kind: PieceKind,
+    count: usize,
+    /// Offset of this group's pieces in the flat square array.
+    first: usize,
+    squares: Vec<u8>,
+    local: [u8; 90],
+    mirror_local: Vec<u8>,
+    size: u64,
+    /// Per rank: `SYM_BIT | sym index`, or the asymmetric class index with `MIRRORED_BIT` set
+    /// when the placement is the non-canonical member of its pair.
+    class: Vec<u32>,
+    mirror_rank: Vec<u32>,
+    sym: Vec<u32>,
+    asym: Vec<u32>,
+    /// `binom[n][i] = C(n, i)` for the local point count.
+    binom: Vec<[u64; 6]>,
+}
+
+impl Group {
+    fn new(color: Color, kind: PieceKind, count: usize, first: usize) -> Group {
+        let mask = legal_squares(color, kind);
+        let squares: Vec<u8> = (0..90u8).filter(|&s| mask & (1u128 << s) != 0).collect();
+        let mut local = [NONE; 90];
+        for (i, &s) in squares.iter().enumerate() {
+            local[s as usize] = i as u8;
+        }
+        let mirror_local: Vec<u8> = squares
+            .iter()
+            .map(|&s| local[Square::from_index(s as usize).unwrap().mirror().index()])
+            .collect();
+        let n = squares.len();
+        let binom: Vec<[u64; 6]> = (0..=n)
+            .map(|m| std::array::from_fn(|k| binomial(m, k)))
+            .collect();
+        let size = binomial(n, count);
+        let mut g = Group {
+            color,
+            kind,
+            count,
+            first,
+            squares,
+            local,
+            mirror_local,
+            size,
+            class: Vec::new(),
+            mirror_rank: Vec::new(),
+            sym: Vec::new(),
+            asym: Vec::new(),
+            binom,
+        };
+        g.build_classes();
+        g
+    }
+
+    fn build_classes(&mut self) {
+        let size = self.size as usize;
+        let mut mirror_rank = vec![0u32; size];
+        let mut locals = [0u8; 8];
+        for (r, mr) in mirror_rank.iter_mut().enumerate() {
+            self.unrank(r as u64, &mut locals[..self.count]);
+            let mut m = [0u8; 8];
+            for i in 0..self.count {
+                m[i] = self.mirror_local[locals[i] as usize];
+            }
+            *mr = self.rank(&mut m[..self.count]) as u32;
+        }
+        let mut class = vec![0u32; size];
+        let (mut sym, mut asym) = (Vec::new(), Vec::new());
+        for r in 0..size {
+            let mr = mirror_rank[r] as usize;
+            if mr == r {
+                class[r] = SYM_BIT | sym.len() as u32;
+                sym.push(r as u32);
+            } else if r < mr {
+                class[r] = asym.len() as u32;
+                class[mr] = MIRRORED_BIT | asym.len() as u32;
+                asym.push(r as u32);
+            }
+        }
+        self.class = class;
+        self.mirror_rank = mirror_rank;
+        self.sym = sym;
+        self.asym = asym;
+    }
+
+    /// Rank of a set of local points (any order; sorted in place).
+    #[inline]
+    fn rank(&self, locals: &mut [u8]) -> u64 {
+        locals.sort_unstable();
+        locals
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| self.binom[l as usize][i + 1])
+            .sum()
+    }
+
+    /// The sorted local points of rank `r`.
+    #[inline]
+    fn unrank(&self, mut r: u64, out: &mut [u8]) {
+        let mut top = self.squares.len();
+        for i in (0..out.len()).rev() {
+            let mut l = top - 1;
+            while self.binom[l][i + 1] > r {
+                l -= 1;
+            }
+            r -= self.binom[l][i + 1];
+            out[i] = l as u8;
+            top = l;
+        }
+    }
+}
+
+/// One side's king, advisors and elephants: every way to put them on distinct home points.
+#[derive(Clone)]
+struct Home {
+    king: Group,
+    advisors: Option<Group>,
+    elephants: Option<Group>,
+    /// Configuration id of (king rank, advisor rank, elephant rank), `u32::MAX` when two of
+    /// them share a point.
+    id: Vec<u32>,
+    configs: Vec<(u32, u32, u32)>,
+    mirror: Vec<u32>,
+    a_size: u64,
+    b_size: u64,
+}
+
+impl Home {
+    fn new(color: Color, advisors: usize, elephants: usize, first: usize) -> (Home, usize) {
+        let king = Group::new(color, PieceKind::King, 1, color.index());
+        let mut next = first;
+        let mut group = |kind, n: usize| {
+            (n > 0).then(|| {
+                let g = Group::new(color, kind, n, next);
+                next += n;
+                g
+            })
+        };
+        let advisors = group(PieceKind::Advisor, advisors);
+        let elephants = group(PieceKind::Elephant, elephants);
+        let a_size = advisors.as_ref().map_or(1, |g| g.size);
+        let b_size = elephants.as_ref().map_or(1, |g| g.size);
+        let mut home = Home {
+            king,
+            advisors,
+            elephants,
+            id: vec![u32::MAX; (9 * a_size * b_size) as usize],
+            configs: Vec::new(),
+            mirror: Vec::new(),
+            a_size,
+            b_size,
+        };
+        let mut sq = [0u8; MAX_PIECES];
+        for k in 0..9u32 {
+            for a in 0..a_size as u32 {
+                for b in 0..b_size as u32 {
+                    home.squares(k, a, b, &mut sq);
+                    let mut used = 0u128;
+                    let mut clash = false;
+                    for s in home.points(&sq) {
+                        clash |= used & (1u128 << s) != 0;
+                        used |= 1u128 << s;
+                    }
+                    if !clash {
+                        let key = home.key(k, a, b);
+                        home.id[key] = home.configs.len() as u32;
+                        home.configs.push((k, a, b));
+                    }
+                }
+            }
+        }
+        let mirror: Vec<u32> = home
+            .configs
+            .iter()
+            .map(|&(k, a, b)| {
+                let mk = home.king.mirror_rank[k as usize];
+                let ma = home
+                    .advisors
+                    .as_ref()
+                    .map_or(0, |g| g.mirror_rank[a as usize]);
+                let mb = home
+                    .elephants
+                    .as_ref()
+                    .map_or(0, |g| g.mirror_rank[b as usize]);
+                home.id[home.key(mk, ma, mb)]
+            })
+            .collect();
+        home.mirror = mirror;
+        (home, next)
+    }
+
+    #[inline]
+    fn key(&self, k: u32, a: u32, b: u32) -> usize {
+        ((k as u64 * self.a_size + a as u64) * self.b_size + b as u64) as usize
+    }
+
+    fn groups(&self) -> impl Iterator<Item = &Group> {
+        std::iter::once(&self.king)
+            .chain(self.advisors.iter())
+            .chain(self.elephants.iter())
+    }
+
+    fn points<'a>(&'a self, sq: &'a [u8]) -> impl Iterator<Item = u8> + 'a {
+        self.groups()
+            .flat_map(move |g| sq[g.first..g.first + g.count].iter().copied())
+    }
+
+    fn squares(&self, k: u32, a: u32, b: u32, out: &mut [u8]) {
+        let mut locals = [0u8; 8];
+        let parts = [
+            (Some(&self.king), k),
+            (self.advisors.as_ref(), a),
+            (self.elephants.as_ref(), b),
+        ];
+        for (g, r) in parts.into_iter().filter_map(|(g, r)| g.map(|g| (g, r))) {
+            g.unrank(r as u64, &mut locals[..g.count]);
+            for i in 0..g.count {
+                out[g.first + i] = g.squares[locals[i] as usize];
+            }
+        }
+    }
+
+    /// Configuration id of the home pieces in `sq`, `None` if one is off its points or two
+    /// share a point.
+    #[inline]
+    fn config(&self, sq: &[u8]) -> Option<u32> {
+        let k = group_rank(&self.king, sq, false)? as u32;
+        let a = match &self.advisors {
+            Some(g) => group_rank(g, sq, false)? as u32,
+            None => 0,
+        };
+        let b = match &self.elephants {
+            Some(g) => group_rank(g, sq, false)? as u32,
+            None => 0,
+        };
+        let id = self.id[self.key(k, a, b)];
+        (id != u32::MAX).then_some(id)
+    }
+}
+
+/// Rank of group `g` in the flat square array, optionally mirrored; `None` if off its points.
+#[inline]
+fn group_rank(g: &Group, squares: &[u8], flip: bool) -> Option<u64> {
+    let mut locals = [0u8; 8];
+    for i in 0..g.count {
+        let l = g.local[squares[g.first + i] as usize];
+        if l == NONE {
+            return None;
+        }
+        locals[i] = if flip { g.mirror_local[l as usize] } else { l };
+    }
+    Some(match g.count {
+        1 => locals[0] as u64,
+        n => g.rank(&mut locals[..n]),
+    })
+}
+
+/// The index of one table: position <-> slot, for either side to move (both sides use the same
+/// numbering, so a table holds `2 * size` entries).
+#[derive(Clone)]
+pub struct TableIndex {
+    signature: Signature,
+    homes: [Home; 2],
+    /// Class of each home pair `red * black_configs + black`, as for group ranks.
+    pair_class: Vec<u32>,
+    pair_asym: Vec<(u32, u32)>,
+    pair_sym: Vec<(u32, u32)>,
+    groups: Vec<Group>,
+    /// `stride[i]` = product of the sizes of groups after `i`.
+    stride: Vec<u64>,
+    /// `half[i]` = number of mirror classes of groups `i..`, with `half[m] = 1`.
+    half: Vec<u64>,
+    full: u64,
+    size: u64,
+    pieces: usize,
+    group_of: [[u8; 7]; 2],
+}
+
+/// Order of the free groups from the most significant digit: pawns first, the long-range
+/// pieces last so that their moves change the index by small strides.
+const GROUP_ORDER: [PieceKind; 4] = [
+    PieceKind::Pawn,
+    PieceKind::Horse,
+    PieceKind::Cannon,
+    PieceKind::Rook,
+];
+
+impl TableIndex {
+    /// Builds the index of `signature`.
+    pub fn new(signature: Signature) -> TableIndex {
+        let m = *signature.material();
+        let mut first = 2;
+        let mut group_of = [[NONE; 7]; 2];
+        let homes = Color::ALL.map(|c| {
+            let (h, next) = Home::new(
+                c,
+                m.count(c, PieceKind::Advisor) as usize,
+                m.count(c, PieceKind::Elephant) as usize,
+                first,
+            );
+            first = next;
+            h
+        });
+        let mut groups = Vec::new();
+        for kind in GROUP_ORDER {
+            for color in Color::ALL {
+                let n = m.count(color, kind) as usize;
+                if n > 0 {
+                    group_of[color.index()][kind.index()] = groups.len() as u8;
+                    groups.push(Group::new(color, kind, n, first));
+                    first += n;
+                }
+            }
+        }
+        let g = groups.len();
+        let mut stride = vec![1u64; g];
+        for i in (0..g.saturating_sub(1)).rev() {
+            stride[i] = stride[i + 1] * groups[i + 1].size;
+        }
+        let full = groups.iter().map(|x| x.size).product::<u64>();
+        let mut half = vec![1u64; g + 1];
+        for i in (0..g).rev() {
+            let grp = &groups[i];
+            half[i] = grp.asym.len() as u64 * stride[i] + grp.sym.len() as u64 * half[i + 1];
+        }
+        let (nr, nb) = (homes[0].configs.len(), homes[1].configs.len());
+        let mut pair_class = vec![0u32; nr * nb];
+        let (mut pair_asym, mut pair_sym) = (Vec::new(), Vec::new());
+        for r in 0..nr {
+            for b in 0..nb {
+                let code = r * nb + b;
+                let mcode = homes[0].mirror[r] as usize * nb + homes[1].mirror[b] as usize;
+                if mcode == code {
+                    pair_class[code] = SYM_BIT | pair_sym.len() as u32;
+                    pair_sym.push((r as u32, b as u32));
+                } else if code < mcode {
+                    pair_class[code] = pair_asym.len() as u32;
+                    pair_class[mcode] = MIRRORED_BIT | pair_asym.len() as u32;
+                    pair_asym.push((r as u32, b as u32));
+                }
+            }
+        }
+        let size = pair_asym.len() as u64 * full + pair_sym.len() as u64 * half[0];
+        TableIndex {
+            signature,
+            homes,
+            pair_class,
+            pair_asym,
+            pair_sym,
+            groups,
+            stride,
+            half,
+            full,
+            size,
+            pieces: first,
+            group_of,
+        }
+    }
+
+    /// The table's signature.
+    pub fn signature(&self) -> Signature {
+        self.signature
+    }
+
+    /// Number of slots per side to move.
+    #[inline]
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Number of pieces, kings included: the length of a flat square array.
+    #[inline]
+    pub fn piece_count(&self) -> usize {
+        self.pieces
+    }
+
+    fn all_groups(&self) -> impl Iterator<Item = &Group> {
+        self.homes[0]
+            .groups()
+            .chain(self.homes[1].groups())
+            .chain(self.groups.iter())
+    }
+
+    /// The piece at each position of the flat square array: Red king, Black king, Red's
+    /// defenders, Black's defenders, then the free groups in index order.
+    pub fn piece_list(&self) -> Vec<Piece> {
+        let mut v = vec![Piece::new(Color::Red, PieceKind::King); self.pieces];
+        for g in self.all_groups() {
+            for p in &mut v[g.first..g.first + g.count] {
+                *p = Piece::new(g.color, g.kind);
+            }
+        }
+        v
+    }
+
+    /// Slot of the placement given as a flat square array (pieces of a group in any order), or
+    /// `None` if a piece stands off its legal points or two home pieces share a point.
+    #[inline]
+    pub fn encode(&self, squares: &[u8]) -> Option<u64> {
+        let cr = self.homes[0].config(squares)? as usize;
+        let cb = self.homes[1].config(squares)? as usize;
+        let pclass = self.pair_class[cr * self.homes[1].configs.len() + cb];
+        if pclass & SYM_BIT == 0 {
+            let flip = pclass & MIRRORED_BIT != 0;
+            let mut idx = (pclass & IDX_MASK) as u64 * self.full;
+            for (i, g) in self.groups.iter().enumerate() {
+                idx += group_rank(g, squares, flip)? * self.stride[i];
+            }
+            return Some(idx);
+        }
+        let mut ranks = [0u64; MAX_PIECES];
+        for (i, g) in self.groups.iter().enumerate() {
+            ranks[i] = group_rank(g, squares, false)?;
+        }
+        let ng = self.groups.len();
+        // The first group whose placement is not symmetric decides the orientation.
+        if let Some(i) = (0..ng).find(|&i| self.groups[i].class[ranks[i] as usize] & SYM_BIT == 0)
+            && self.groups[i].class[ranks[i] as usize] & MIRRORED_BIT != 0
+        {
+            for (j, r) in ranks[..ng].iter_mut().enumerate() {
+                *r = self.groups[j].mirror_rank[*r as usize] as u64;
+            }
+        }
+        let mut idx =
+            self.pair_asym.len() as u64 * self.full + (pclass & IDX_MASK) as u64 * self.half[0];
+        for i in 0..ng {
+            let g = &self.groups[i];
+            let c = g.class[ranks[i] as usize];
+            if c & SYM_BIT != 0 {
+                idx +=
+                    g.asym.len() as u64 * self.stride[i] + (c & IDX_MASK) as u64 * self.half[i + 1];
+            } else {
+                idx += (c & IDX_MASK) as u64 * self.stride[i];
+                idx += (i + 1..ng).map(|j| ranks[j] * self.stride[j]).sum::<u64>();
+                break;
+            }
+        }
+        Some(idx)
+    }
+
+    /// The placement in slot `idx` as a flat square array written to `out` (length at least
+    /// [`TableIndex::piece_count`]); pieces of a group come in increasing square order.
+    pub fn decode(&self, idx: u64, out: &mut [u8]) {
+        debug_assert!(idx < self.size);
+        let ng = self.groups.len();
+        let mut ranks = [0u64; MAX_PIECES];
+        let asym_total = self.pair_asym.len() as u64 * self.full;
+        let (cr, cb);
+        if idx < asym_total {
+            (cr, cb) = self.pair_asym[(idx / self.full) as usize];
+            self.full_digits(idx % self.full, 0, &mut ranks);
+        } else {
+            let j = idx - asym_total;
+            (cr, cb) = self.pair_sym[(j / self.half[0]) as usize];
+            let mut h = j % self.half[0];
+            for i in 0..ng {
+                let g = &self.groups[i];
+                let asym_block = g.asym.len() as u64 * self.stride[i];
+                if h >= asym_block {
+                    h -= asym_block;
+                    ranks[i] = g.sym[(h / self.half[i + 1]) as usize] as u64;
+                    h %= self.half[i + 1];
+                } else {
+                    ranks[i] = g.asym[(h / self.stride[i]) as usize] as u64;
+                    self.full_digits(h % self.stride[i], i + 1, &mut ranks);
+                    break;
+                }
+            }
+        }
+        for (home, c) in self.homes.iter().zip([cr, cb]) {
+            let (k, a, b) = home.configs[c as usize];
+            home.squares(k, a, b, out);
+        }
+        let mut locals = [0u8; 8];
+        for (i, g) in self.groups.iter().enumerate() {
+            g.unrank(ranks[i], &mut locals[..g.count]);
+            for k in 0..g.count {
+                out[g.first + k] = g.squares[locals[k] as usize];
+            }
+        }
+    }
+
+    /// Splits `rest` into the ranks of groups `from..` (every group in full).
+    fn full_digits(&self, rest: u64, from: usize, ranks: &mut [u64; MAX_PIECES]) {
+        for (i, g) in self.groups.iter().enumerate().skip(from) {
+            ranks[i] = (rest / self.stride[i]) % g.size;
+        }
+    }
+
+    /// Whether the placement can be set up at all: no two pieces on one point and no two
+    /// uncrossed pawns of one side on one file.
+    pub fn placement_is_possible(&self, squares: &[u8]) -> bool {
+        let mut seen = 0u128;
+        for &s in &squares[..self.pieces] {
+            if seen & (1u128 << s) != 0 {
+                return false;
+            }
+            seen |= 1u128 << s;
+        }
+        for g in self
+            .groups
+            .iter()
+            .filter(|g| g.kind == PieceKind::Pawn && g.count > 1)
+        {
+            let mut files = 0u16;
+            for &s in &squares[g.first..g.first + g.count] {
+                let sq = Square::from_index(s as usize).unwrap();
+                let uncrossed = match g.color {
+                    Color::Red => sq.rank() <= 4,
+                    Color::Black => sq.rank() >= 5,
+                };
+                if uncrossed {
+                    if files & (1 << sq.file()) != 0 {
+                        return false;
+                    }
+                    files |= 1 << sq.file();
+                }
+            }
+        }
+        true
+    }
+
+    /// The board of slot `idx` with `side` to move, or `None` when the placement cannot be set
+    /// up (see [`TableIndex::placement_is_possible`]). The board may still be illegal: test
+    /// `opponent_in_check()`.
+    pub fn board(&self, idx: u64, side: Color) -> Option<Board> {
+        let mut sq = [0u8; MAX_PIECES];
+        self.decode(idx, &mut sq);
+        self.board_of(&sq, side)
+    }
+
+    /// The board of a flat square array, or `None` if the placement cannot be set up.
+    pub fn board_of(&self, squares: &[u8], side: Color) -> Option<Board> {
+        if !self.placement_is_possible(squares) {
+            return None;
+        }
+        let mut b = Board::empty(side);
+        for (i, p) in self.piece_list().into_iter().enumerate() {
+            b.put(Square::from_index(squares[i] as usize).unwrap(), p);
+        }
+        Some(b)
+    }
+
+    /// The flat square array of `board`, whose material must be this table's (colours as in
+    /// the canonical signature). `None` if the material differs.
+    pub fn squares_of(&self, board: &Board) -> Option<[u8; MAX_PIECES]> {
+        let mut out = [0u8; MAX_PIECES];
+        let mut fill = [0usize; MAX_PIECES];
+        let mut n = 0;
+        for (s, p) in board.pieces() {
+            let pos = if p.kind() == PieceKind::King {
+                p.color().index()
+            } else {
+                let home = &self.homes[p.color().index()];
+                let g = match p.kind() {
+                    PieceKind::Advisor => home.advisors.as_ref(),
+                    PieceKind::Elephant => home.elephants.as_ref(),
+                    kind => match self.group_of[p.color().index()][kind.index()] {
+                        NONE => None,
+                        g => Some(&self.groups[g as usize]),
+                    },
+                };
+                let g = g?;
+                let k = fill[g.first];
+                if k >= g.count {
+                    return None;
+                }
+                fill[g.first] += 1;
+                g.first + k
+            };
+            out[pos] = s.index() as u8;
+            n += 1;
+        }
+        (n == self.pieces).then_some(out)
+    }
+
+    /// Slot of `board` (material as in the canonical signature), or `None` if the material
+    /// differs from this table's.
+    pub fn index_of(&self, board: &Board) -> Option<u64> {
+        let sq = self.squares_of(board)?;
+        self.encode(&sq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index(name: &str) -> TableIndex {
+        TableIndex::new(name.parse().unwrap())
+    }
+
+    #[test]
+    fn sizes_are_within_the_published_figures() {
+        for (name, published) in [
+            ("KRvK", 4_050u64),
+            ("KRvKR", 364_500),
+            ("KRNvK", 364_500),
+            ("KRvKAN", 1_530_900),
+            ("KRNvKR", 32_805_000),
+        ] {
+            let size = index(name).size();
+            assert!(size <= published, "{name}: {size} > {published}");
+        }
+        assert_eq!(index("KRvK").size(), 36 * 90 + 9 * 50);
+        for name in ["KRvKAN", "KRNvKR", "KCPABvKAABB", "KRvKR"] {
+            let ix = index(name);
+            eprintln!("{name}: {}", ix.size());
+        }
+    }
+
+    fn round_trip_all(name: &str) {
+        let ix = index(name);
+        let mut sq = [0u8; MAX_PIECES];
+        for idx in 0..ix.size() {
+            ix.decode(idx, &mut sq);
+            assert_eq!(
+                ix.encode(&sq),
+                Some(idx),
+                "{name} slot {idx}: {:?}",
+                &sq[..ix.piece_count()]
+            );
+            let mut m = sq;
+            for s in &mut m[..ix.piece_count()] {
+                *s = Square::from_index(*s as usize).unwrap().mirror().index() as u8;
+            }
+            assert_eq!(ix.encode(&m), Some(idx), "{name} mirror of slot {idx}");
+        }
+    }
+
+    #[test]
+    fn exhaustive_round_trip_small_tables() {
+        for name in [
+            "KRvK", "KAvK", "KPPvK", "KABvKA", "KNNvK", "KPvKP", "KBBvKAA",
+        ] {
+            round_trip_all(name);
+        }
+    }
+}

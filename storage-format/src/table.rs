@@ -1,0 +1,154 @@
+//! Solved tables in memory and the lookup of any position in a set of tables.
+
+use crate::index::{MAX_PIECES, TableIndex};
+use crate::signature::{Material, Signature};
+use crate::value::{ILLEGAL, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use thiserror::Error;
+use xiangqi::{Board, Color};
+
+/// Why a position could not be looked up.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProbeError {
+    /// The table for the position's material is not available.
+    #[error("table {0} is not available")]
+    MissingTable(Signature),
+    /// The position is not legal.
+    #[error("illegal position: {0}")]
+    Illegal(String),
+    /// Reading the table failed.
+    #[error("reading table {0} failed: {1}")]
+    Storage(Signature, String),
+}
+
+/// A solved table: the values of every slot for both sides to move.
+#[derive(Clone)]
+pub struct Table {
+    /// The index the values are laid out by.
+    pub index: TableIndex,
+    /// Encoded [`Value`]s, indexed by side to move then slot.
+    pub values: [Vec<u16>; 2],
+}
+
+impl Table {
+    /// The value of `slot` with `side` to move.
+    #[inline]
+    pub fn value(&self, side: Color, slot: u64) -> Value {
+        Value::decode(self.values[side.index()][slot as usize])
+    }
+
+    /// The table's signature.
+    pub fn signature(&self) -> Signature {
+        self.index.signature()
+    }
+}
+
+/// Where a position lives: its canonical table, side to move and slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The canonical table.
+    pub signature: Signature,
+    /// Side to move in the canonical orientation.
+    pub side: Color,
+    /// Slot in that table.
+    pub slot: u64,
+}
+
+/// The board in the canonical orientation of its material: rotated with colours swapped when
+/// Black holds the stronger side.
+pub fn canonical_board(board: &Board) -> (Signature, Board) {
+    let material = Material::of_board(board);
+    if material.black_is_stronger() {
+        (Signature::new(material), board.rotated())
+    } else {
+        (Signature::new(material), board.clone())
+    }
+}
+
+/// Anything that answers "what is this position worth": a set of tables in memory, a store, a
+/// directory of shard files.
+pub trait Probe: Sync {
+    /// The value of `board` with its side to move. Dead-draw material is a draw without a table.
+    fn probe(&self, board: &Board) -> Result<Value, ProbeError>;
+
+    /// Whether the table of `sig` is available.
+    fn has_table(&self, sig: &Signature) -> bool;
+}
+
+/// Solved tables held in memory, keyed by signature.
+#[derive(Default, Clone)]
+pub struct MemoryTables {
+    tables: HashMap<Signature, Arc<Table>>,
+}
+
+impl MemoryTables {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) a table.
+    pub fn insert(&mut self, table: Arc<Table>) {
+        self.tables.insert(table.signature(), table);
+    }
+
+    /// The table of `sig`, if held.
+    pub fn get(&self, sig: &Signature) -> Option<&Arc<Table>> {
+        self.tables.get(sig)
+    }
+
+    /// Whether `sig` is held.
+    pub fn contains(&self, sig: &Signature) -> bool {
+        self.tables.contains_key(sig)
+    }
+
+    /// Locates `board` in its table: `None` for dead-draw material.
+    pub fn locate(&self, board: &Board) -> Result<Option<(Location, &Table)>, ProbeError> {
+        let (sig, canon) = canonical_board(board);
+        if sig.is_dead_draw() {
+            return Ok(None);
+        }
+        let table = self.tables.get(&sig).ok_or(ProbeError::MissingTable(sig))?;
+        let slot = slot_of(&table.index, &canon)?;
+        Ok(Some((
+            Location {
+                signature: sig,
+                side: canon.side_to_move(),
+                slot,
+            },
+            table,
+        )))
+    }
+}
+
+/// The slot of a canonical board in its table's index.
+pub fn slot_of(index: &TableIndex, canon: &Board) -> Result<u64, ProbeError> {
+    let squares: [u8; MAX_PIECES] = index
+        .squares_of(canon)
+        .ok_or_else(|| ProbeError::Illegal("material does not match the table".into()))?;
+    index
+        .encode(&squares)
+        .ok_or_else(|| ProbeError::Illegal("a piece stands off its legal points".into()))
+}
+
+impl Probe for MemoryTables {
+    fn has_table(&self, sig: &Signature) -> bool {
+        self.contains(sig)
+    }
+
+    fn probe(&self, board: &Board) -> Result<Value, ProbeError> {
+        match self.locate(board)? {
+            None => Ok(Value::Draw),
+            Some((loc, table)) => {
+                let code = table.values[loc.side.index()][loc.slot as usize];
+                if code == ILLEGAL {
+                    return Err(ProbeError::Illegal(
+                        "the side not to move is in check".into(),
+                    ));
+                }
+                Ok(Value::decode(code))
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! A position of one table held both as a board (for move generation) and as the flat square
+//! array of the index (for computing the slots of neighbours cheaply).
+
+use storage_format::TableIndex;
+use storage_format::index::MAX_PIECES;
+use xiangqi::{Board, Color, Move, Piece};
+
+/// Board plus flat squares of a slot, with a map from square to flat position.
+pub(crate) struct SlotPosition<'a> {
+    index: &'a TableIndex,
+    pieces: &'a [Piece],
+    pub board: Board,
+    squares: [u8; MAX_PIECES],
+    pos_of: [u8; 90],
+}
+
+impl<'a> SlotPosition<'a> {
+    pub fn new(index: &'a TableIndex, pieces: &'a [Piece]) -> Self {
+        SlotPosition {
+            index,
+            pieces,
+            board: Board::empty(Color::Red),
+            squares: [0; MAX_PIECES],
+            pos_of: [0xFF; 90],
+        }
+    }
+
+    /// Loads `slot` with `side` to move; `false` when the placement cannot be set up.
+    pub fn load(&mut self, slot: u64, side: Color) -> bool {
+        self.index.decode(slot, &mut self.squares);
+        let n = self.index.piece_count();
+        if !self.index.placement_is_possible(&self.squares[..n]) {
+            return false;
+        }
+        self.board = Board::empty(side);
+        for i in 0..n {
+            let s = self.squares[i];
+            self.board.put(
+                xiangqi::Square::from_index(s as usize).unwrap(),
+                self.pieces[i],
+            );
+            self.pos_of[s as usize] = i as u8;
+        }
+        true
+    }
+
+    /// The slot reached when the piece on `m.from()` goes to `m.to()` and nothing is captured
+    /// (a move forward, or the reverse of a move when retracting).
+    #[inline]
+    pub fn slot_after_shift(&self, from: u8, to: u8) -> u64 {
+        let mut sq = self.squares;
+        sq[self.pos_of[from as usize] as usize] = to;
+        self.index
+            .encode(&sq[..self.index.piece_count()])
+            .expect("a move keeps pieces on their points")
+    }
+
+    /// Slot after the non-capturing move `m`.
+    #[inline]
+    pub fn slot_after_move(&self, m: Move) -> u64 {
+        self.slot_after_shift(m.from().index() as u8, m.to().index() as u8)
+    }
+
+    /// Slot before the non-capturing move `m` that led here.
+    #[inline]
+    pub fn slot_before_move(&self, m: Move) -> u64 {
+        self.slot_after_shift(m.to().index() as u8, m.from().index() as u8)
+    }
+}

@@ -1,0 +1,361 @@
+//! Retrograde analysis of one table: win/draw/loss and distance to mate for every slot.
+//!
+//! The solve runs level by level, one ply per level, so every distance is optimal for both sides:
+//! at odd level `n` every unresolved predecessor of a position lost in `n - 1` is won in `n`; at
+//! even level `n` every unresolved predecessor of a position won in `n - 1` is a *candidate*, and
+//! a candidate is lost in `n` when all its moves lead to positions already won for the opponent.
+//! Captures leave the table: their values come from the finished tables below and are folded,
+//! once, into the slot's state before the first level (the fastest capture win, or the slowest
+//! capture loss, or "a capture draws, so this cannot be lost").
+//!
+//! Memory is two bytes per entry: a slot's `u16` holds its final value once resolved, or while
+//! unresolved the capture summary and a candidate flag. Levels are barriers and every write within
+//! a level is idempotent, so the result is the same bit for bit whatever the thread count.
+
+use crate::position::SlotPosition;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
+use storage_format::value::{ILLEGAL, MAX_DTM};
+use storage_format::{Probe, ProbeError, RuleSet, Signature, Table, TableIndex, Value};
+use thiserror::Error;
+use xiangqi::{Color, MoveList, Piece};
+
+/// Why a table could not be solved.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SolveError {
+    /// A table that captures lead into is not available.
+    #[error("cannot solve {table}: it depends on {missing}, which is not available")]
+    MissingDependency {
+        /// The table being solved.
+        table: Signature,
+        /// The missing dependency.
+        missing: Signature,
+    },
+    /// Looking up a dependency failed.
+    #[error("cannot solve {0}: {1}")]
+    Probe(Signature, ProbeError),
+    /// A distance too long for the state encoding.
+    #[error("cannot solve {0}: a distance to mate exceeds {1} plies")]
+    DtmOverflow(Signature, u16),
+    /// The table has too many pieces for the index.
+    #[error("cannot solve {0}: {1}")]
+    Unsupported(Signature, String),
+}
+
+/// What the solver reports while it works.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress {
+    /// Scanning captures and mates; `done` of `total` entries.
+    Init { done: u64, total: u64 },
+    /// Finished level `level` (plies) with `resolved` entries resolved so far.
+    Level {
+        level: u16,
+        resolved: u64,
+        total: u64,
+    },
+}
+
+// State of an unresolved entry: tag, capture kind and a distance.
+const UNRESOLVED: u16 = 0x4000;
+const KIND_MASK: u16 = 0x3000;
+const KIND_CAP_LOSS: u16 = 0x0000;
+const KIND_CAP_WIN: u16 = 0x1000;
+const KIND_CANNOT_LOSE: u16 = 0x2000;
+const DIST_MASK: u16 = 0x0FFF;
+const CANDIDATE: u16 = 0x8000;
+const MAX_CAPTURE_DTM: u16 = DIST_MASK;
+
+#[inline]
+fn is_resolved(c: u16) -> bool {
+    c != 0 && c < UNRESOLVED
+}
+
+#[inline]
+fn is_unresolved(c: u16) -> bool {
+    c != ILLEGAL && c >= UNRESOLVED
+}
+
+/// Entries processed together by one task.
+const BLOCK: u64 = 1 << 13;
+
+/// Solves `signature` under `rules`, reading the tables its captures lead into from `deps`.
+pub fn solve(
+    signature: Signature,
+    rules: RuleSet,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Table, SolveError> {
+    match rules {
+        RuleSet::CyclesAreDraws => {}
+    }
+    for missing in signature.capture_targets() {
+        if !deps.has_table(&missing) {
+            return Err(SolveError::MissingDependency {
+                table: signature,
+                missing,
+            });
+        }
+    }
+    if signature.material().piece_count() as usize > storage_format::index::MAX_PIECES {
+        return Err(SolveError::Unsupported(signature, "too many pieces".into()));
+    }
+    let index = TableIndex::new(signature);
+    let solver = Solver::new(&index);
+    let max_pending = solver.init(deps, progress)?;
+    let mut level: u16 = 1;
+    let mut idle = 0;
+    loop {
+        let changed = if level % 2 == 1 {
+            solver.win_level(level)
+        } else {
+            solver.loss_level(level)
+        };
+        progress(Progress::Level {
+            level,
+            resolved: solver.resolved.load(Relaxed),
+            total: 2 * index.size(),
+        });
+        idle = if changed == 0 { idle + 1 } else { 0 };
+        if idle >= 2 && level > max_pending {
+            break;
+        }
+        if level >= MAX_DTM - 1 {
+            return Err(SolveError::DtmOverflow(signature, MAX_DTM));
+        }
+        level += 1;
+    }
+    let values = solver.finish();
+    Ok(Table { index, values })
+}
+
+struct Solver<'a> {
+    index: &'a TableIndex,
+    pieces: Vec<Piece>,
+    state: [Vec<AtomicU16>; 2],
+    resolved: AtomicU64,
+}
+
+impl<'a> Solver<'a> {
+    fn new(index: &'a TableIndex) -> Self {
+        let n = index.size() as usize;
+        let state = [0, 1].map(|_| (0..n).map(|_| AtomicU16::new(ILLEGAL)).collect());
+        Solver {
+            index,
+            pieces: index.piece_list(),
+            state,
+            resolved: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `f(side, slot, position)` over every slot in parallel; `f` returns how many entries it
+    /// changed. The position is loaded only when `wanted(code)` says so.
+    fn scan(
+        &self,
+        wanted: impl Fn(u16) -> bool + Sync,
+        f: impl Fn(Color, u64, u16, &mut SlotPosition) -> u64 + Sync,
+    ) -> u64 {
+        let size = self.index.size();
+        let blocks = size.div_ceil(BLOCK);
+        (0..2 * blocks)
+            .into_par_iter()
+            .map(|b| {
+                let side = if b < blocks { Color::Red } else { Color::Black };
+                let start = (b % blocks) * BLOCK;
+                let end = (start + BLOCK).min(size);
+                let mut pos = SlotPosition::new(self.index, &self.pieces);
+                let states = &self.state[side.index()];
+                let mut changed = 0;
+                for slot in start..end {
+                    let code = states[slot as usize].load(Relaxed);
+                    if wanted(code) && pos.load(slot, side) {
+                        changed += f(side, slot, code, &mut pos);
+                    }
+                }
+                changed
+            })
+            .sum()
+    }
+
+    /// Marks illegal slots and mates, and folds every capture into the slot's state. Returns the
+    /// largest distance a capture defers to (levels must run at least that far).
+    fn init(
+        &self,
+        deps: &dyn Probe,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<u16, SolveError> {
+        let sig = self.index.signature();
+        let size = self.index.size();
+        let blocks = size.div_ceil(BLOCK);
+        let done = AtomicU64::new(0);
+        let max_pending = (0..2 * blocks)
+            .into_par_iter()
+            .map(|b| -> Result<u16, SolveError> {
+                let side = if b < blocks { Color::Red } else { Color::Black };
+                let start = (b % blocks) * BLOCK;
+                let end = (start + BLOCK).min(size);
+                let mut pos = SlotPosition::new(self.index, &self.pieces);
+                let states = &self.state[side.index()];
+                let mut moves = MoveList::new();
+                let mut max_pending = 0;
+                let mut resolved = 0;
+                for slot in start..end {
+                    if !pos.load(slot, side) || pos.board.opponent_in_check() {
+                        continue;
+                    }
+                    moves.clear();
+                    pos.board.legal_moves_into(&mut moves);
+                    if moves.is_empty() {
+                        states[slot as usize].store(Value::Loss(0).encode(), Relaxed);
+                        resolved += 1;
+                        continue;
+                    }
+                    let (mut best_win, mut draw, mut worst_loss) = (u16::MAX, false, 0u16);
+                    for &m in moves.iter() {
+                        if pos.board.is_empty(m.to()) {
+                            continue;
+                        }
+                        let captured = pos.board.make(m);
+                        let v = deps
+                            .probe(&pos.board)
+                            .map_err(|e| SolveError::Probe(sig, e));
+                        pos.board.unmake(m, captured);
+                        match v?.for_mover() {
+                            Value::Win(d) => best_win = best_win.min(d),
+                            Value::Loss(d) => worst_loss = worst_loss.max(d),
+                            Value::Draw => draw = true,
+                            Value::Illegal => unreachable!("legal moves lead to legal positions"),
+                        }
+                    }
+                    let dist = if best_win != u16::MAX {
+                        best_win
+                    } else {
+                        worst_loss
+                    };
+                    if dist > MAX_CAPTURE_DTM {
+                        return Err(SolveError::DtmOverflow(sig, MAX_CAPTURE_DTM));
+                    }
+                    let code = if best_win != u16::MAX {
+                        UNRESOLVED | KIND_CAP_WIN | best_win
+                    } else if draw {
+                        UNRESOLVED | KIND_CANNOT_LOSE
+                    } else {
+                        UNRESOLVED | KIND_CAP_LOSS | worst_loss
+                    };
+                    max_pending = max_pending.max(dist);
+                    states[slot as usize].store(code, Relaxed);
+                }
+                self.resolved.fetch_add(resolved, Relaxed);
+                let d = done.fetch_add(end - start, Relaxed) + end - start;
+                progress(Progress::Init {
+                    done: d,
+                    total: 2 * size,
+                });
+                Ok(max_pending)
+            })
+            .try_reduce(|| 0, |a, b| Ok(a.max(b)))?;
+        Ok(max_pending)
+    }
+
+    /// Odd level: predecessors of positions lost in `n - 1`, and captures winning in `n`, are won
+    /// in `n`.
+    fn win_level(&self, n: u16) -> u64 {
+        let lost = Value::Loss(n - 1).encode();
+        let won = Value::Win(n).encode();
+        let cap_win = UNRESOLVED | KIND_CAP_WIN | n;
+        let changed = self.scan(
+            |c| c == lost || c == cap_win,
+            |side, slot, code, pos| {
+                if code == cap_win {
+                    // Lost races with a predecessor write are harmless: both write `won`.
+                    self.state[side.index()][slot as usize].store(won, Relaxed);
+                    return 1;
+                }
+                let preds = &self.state[side.opponent().index()];
+                let mut list = MoveList::new();
+                pos.board.unmoves(&mut list);
+                let mut changed = 0;
+                for &m in list.iter() {
+                    let p = pos.slot_before_move(m) as usize;
+                    let c = preds[p].load(Relaxed);
+                    if is_unresolved(c) && preds[p].swap(won, Relaxed) != won {
+                        changed += 1;
+                    }
+                }
+                changed
+            },
+        );
+        self.resolved.fetch_add(changed, Relaxed);
+        changed
+    }
+
+    /// Even level: mark candidates (unresolved predecessors of positions won in `n - 1` that
+    /// could lose), then resolve each candidate lost in `n` if every move leads to an opponent
+    /// win.
+    fn loss_level(&self, n: u16) -> u64 {
+        let won = Value::Win(n - 1).encode();
+        self.scan(
+            |c| c == won,
+            |side, _slot, _code, pos| {
+                let preds = &self.state[side.opponent().index()];
+                let mut list = MoveList::new();
+                pos.board.unmoves(&mut list);
+                for &m in list.iter() {
+                    let p = pos.slot_before_move(m) as usize;
+                    let c = preds[p].load(Relaxed);
+                    if is_unresolved(c) && c & (KIND_MASK | CANDIDATE) == KIND_CAP_LOSS {
+                        preds[p].fetch_or(CANDIDATE, Relaxed);
+                    }
+                }
+                0
+            },
+        );
+        let due = UNRESOLVED | KIND_CAP_LOSS | n;
+        let lost = Value::Loss(n).encode();
+        let changed = self.scan(
+            |c| is_unresolved(c) && (c & CANDIDATE != 0 || c == due),
+            |side, slot, code, pos| {
+                let code = code & !CANDIDATE;
+                let own = &self.state[side.index()][slot as usize];
+                if code & DIST_MASK <= n && self.all_moves_lose(side, pos) {
+                    own.store(lost, Relaxed);
+                    1
+                } else {
+                    own.store(code, Relaxed);
+                    0
+                }
+            },
+        );
+        self.resolved.fetch_add(changed, Relaxed);
+        changed
+    }
+
+    /// Whether every non-capturing legal move of the loaded position leads to a resolved win for
+    /// the opponent. Moves into illegal slots are illegal moves and do not count.
+    fn all_moves_lose(&self, side: Color, pos: &SlotPosition) -> bool {
+        let succ = &self.state[side.opponent().index()];
+        let mut list = MoveList::new();
+        pos.board.pseudo_moves(&mut list);
+        list.iter()
+            .filter(|m| pos.board.is_empty(m.to()))
+            .all(|&m| {
+                let c = succ[pos.slot_after_move(m) as usize].load(Relaxed);
+                c == ILLEGAL || (is_resolved(c) && matches!(Value::decode(c), Value::Win(_)))
+            })
+    }
+
+    /// Turns the states into final values: everything still unresolved is a draw.
+    fn finish(self) -> [Vec<u16>; 2] {
+        self.state.map(|v| {
+            v.into_iter()
+                .map(|a| {
+                    let c = a.into_inner();
+                    if is_unresolved(c) {
+                        Value::Draw.encode()
+                    } else {
+                        c
+                    }
+                })
+                .collect()
+        })
+    }
+}
