@@ -63,7 +63,12 @@ struct Group {
     asym: Vec<u32>,
     /// `binom[n][i] = C(n, i)` for the local point count.
     binom: Vec<[u64; 6]>,
+    /// The squares of every rank, `count` bytes each, when small enough to tabulate.
+    placements: Vec<u8>,
 }
+
+/// Largest group (ranks times pieces) whose placements are tabulated for fast decoding.
+const MAX_TABULATED: u64 = 1 << 24;
 
 impl Group {
     fn new(color: Color, kind: PieceKind, count: usize, first: usize) -> Group {
@@ -96,6 +101,7 @@ impl Group {
             sym: Vec::new(),
             asym: Vec::new(),
             binom,
+            placements: Vec::new(),
         };
         g.build_classes();
         g
@@ -112,6 +118,16 @@ impl Group {
                 m[i] = self.mirror_local[locals[i] as usize];
             }
             *mr = self.rank(&mut m[..self.count]) as u32;
+        }
+        if self.size * self.count as u64 <= MAX_TABULATED {
+            let mut placements = vec![0u8; size * self.count];
+            for (r, chunk) in placements.chunks_mut(self.count).enumerate() {
+                self.unrank(r as u64, &mut locals[..self.count]);
+                for (out, &l) in chunk.iter_mut().zip(&locals) {
+                    *out = self.squares[l as usize];
+                }
+            }
+            self.placements = placements;
         }
         let mut class = vec![0u32; size];
         let (mut sym, mut asym) = (Vec::new(), Vec::new());
@@ -143,9 +159,29 @@ impl Group {
             .sum()
     }
 
+    /// Writes the squares of rank `r` (increasing) into the group's place in the flat array.
+    #[inline]
+    fn write_squares(&self, r: u64, out: &mut [u8]) {
+        let dst = &mut out[self.first..self.first + self.count];
+        if !self.placements.is_empty() {
+            let at = r as usize * self.count;
+            dst.copy_from_slice(&self.placements[at..at + self.count]);
+        } else {
+            let mut locals = [0u8; 8];
+            self.unrank(r, &mut locals[..self.count]);
+            for (d, &l) in dst.iter_mut().zip(&locals) {
+                *d = self.squares[l as usize];
+            }
+        }
+    }
+
     /// The sorted local points of rank `r`.
     #[inline]
     fn unrank(&self, mut r: u64, out: &mut [u8]) {
+        if out.len() == 1 {
+            out[0] = r as u8;
+            return;
+        }
         let mut top = self.squares.len();
         for i in (0..out.len()).rev() {
             let mut l = top - 1;
@@ -255,17 +291,13 @@ impl Home {
     }
 
     fn squares(&self, k: u32, a: u32, b: u32, out: &mut [u8]) {
-        let mut locals = [0u8; 8];
         let parts = [
             (Some(&self.king), k),
             (self.advisors.as_ref(), a),
             (self.elephants.as_ref(), b),
         ];
         for (g, r) in parts.into_iter().filter_map(|(g, r)| g.map(|g| (g, r))) {
-            g.unrank(r as u64, &mut locals[..g.count]);
-            for i in 0..g.count {
-                out[g.first + i] = g.squares[locals[i] as usize];
-            }
+            g.write_squares(r as u64, out);
         }
     }
 
@@ -323,6 +355,8 @@ pub struct TableIndex {
     size: u64,
     pieces: usize,
     group_of: [[u8; 7]; 2],
+    /// Free group of each flat position (`NONE` for kings and defenders).
+    group_at: [u8; MAX_PIECES],
 }
 
 /// Order of the free groups from the most significant digit: pawns first, the long-range
@@ -390,7 +424,12 @@ impl TableIndex {
             }
         }
         let size = pair_asym.len() as u64 * full + pair_sym.len() as u64 * half[0];
+        let mut group_at = [NONE; MAX_PIECES];
+        for (i, g) in groups.iter().enumerate() {
+            group_at[g.first..g.first + g.count].fill(i as u8);
+        }
         TableIndex {
+            group_at,
             signature,
             homes,
             pair_class,
@@ -520,13 +559,41 @@ impl TableIndex {
             let (k, a, b) = home.configs[c as usize];
             home.squares(k, a, b, out);
         }
-        let mut locals = [0u8; 8];
         for (i, g) in self.groups.iter().enumerate() {
-            g.unrank(ranks[i], &mut locals[..g.count]);
-            for k in 0..g.count {
-                out[g.first + k] = g.squares[locals[k] as usize];
-            }
+            g.write_squares(ranks[i], out);
         }
+    }
+
+    /// The slot after the piece at flat position `pos` of `squares`, the decoded placement of
+    /// `slot`, moves to `to`. Moves of chariots, horses, cannons and pawns under an asymmetric
+    /// home pair (most slots) only change their group's digit; everything else is re-encoded.
+    #[inline]
+    pub fn slot_after_shift(&self, slot: u64, squares: &[u8], pos: usize, to: u8) -> u64 {
+        let g = self.group_at[pos];
+        if g != NONE && slot < self.pair_asym.len() as u64 * self.full {
+            let grp = &self.groups[g as usize];
+            let (old, new) = if grp.count == 1 {
+                (
+                    grp.local[squares[pos] as usize] as u64,
+                    grp.local[to as usize] as u64,
+                )
+            } else {
+                let mut sq = [0u8; MAX_PIECES];
+                sq[..self.pieces].copy_from_slice(&squares[..self.pieces]);
+                let old = group_rank(grp, &sq, false).expect("decoded placement");
+                sq[pos] = to;
+                (
+                    old,
+                    group_rank(grp, &sq, false).expect("a move keeps pieces on their points"),
+                )
+            };
+            return slot - old * self.stride[g as usize] + new * self.stride[g as usize];
+        }
+        let mut sq = [0u8; MAX_PIECES];
+        sq[..self.pieces].copy_from_slice(&squares[..self.pieces]);
+        sq[pos] = to;
+        self.encode(&sq[..self.pieces])
+            .expect("a move keeps pieces on their points")
     }
 
     /// Splits `rest` into the ranks of groups `from..` (every group in full).

@@ -31,6 +31,12 @@ pub struct Table {
     pub values: [Vec<u16>; 2],
 }
 
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Table({}, {} slots per side)", self.signature(), self.index.size())
+    }
+}
+
 impl Table {
     /// The value of `slot` with `side` to move.
     #[inline]
@@ -139,6 +145,9 @@ impl Probe for MemoryTables {
 
     fn probe(&self, board: &Board) -> Result<Value, ProbeError> {
         match self.locate(board)? {
+            None if board.opponent_in_check() => Err(ProbeError::Illegal(
+                "the side not to move is in check".into(),
+            )),
             None => Ok(Value::Draw),
             Some((loc, table)) => {
                 let code = table.values[loc.side.index()][loc.slot as usize];

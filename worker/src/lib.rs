@@ -30,7 +30,9 @@ pub fn solve_and_verify(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(Table, TableStats), JobError> {
     let table = solve(signature, rules, deps, progress)?;
+    let started = std::time::Instant::now();
     let stats = verify(&table, deps)?;
+    tracing::info!(table = %signature, secs = started.elapsed().as_secs_f64(), "verified");
     Ok((table, stats))
 }
 

@@ -12,6 +12,7 @@ pub(crate) struct SlotPosition<'a> {
     pub board: Board,
     squares: [u8; MAX_PIECES],
     pos_of: [u8; 90],
+    slot: u64,
 }
 
 impl<'a> SlotPosition<'a> {
@@ -22,12 +23,14 @@ impl<'a> SlotPosition<'a> {
             board: Board::empty(Color::Red),
             squares: [0; MAX_PIECES],
             pos_of: [0xFF; 90],
+            slot: 0,
         }
     }
 
     /// Loads `slot` with `side` to move; `false` when the placement cannot be set up.
     pub fn load(&mut self, slot: u64, side: Color) -> bool {
         self.index.decode(slot, &mut self.squares);
+        self.slot = slot;
         let n = self.index.piece_count();
         if !self.index.placement_is_possible(&self.squares[..n]) {
             return false;
@@ -66,4 +69,18 @@ impl<'a> SlotPosition<'a> {
     pub fn slot_before_move(&self, m: Move) -> u64 {
         self.slot_after_shift(m.to().index() as u8, m.from().index() as u8)
     }
+}
+
+/// Asks the CPU to start loading the cache line of `p`. Table lookups of neighbouring slots are
+/// scattered over hundreds of megabytes, so issuing every load of a position's moves before using
+/// any of them overlaps their cache misses.
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint without side effects on any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }

@@ -14,7 +14,7 @@
 
 use crate::position::SlotPosition;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use storage_format::value::{ILLEGAL, MAX_DTM};
 use storage_format::{Probe, ProbeError, RuleSet, Signature, Table, TableIndex, Value};
 use thiserror::Error;
@@ -101,7 +101,10 @@ pub fn solve(
     }
     let index = TableIndex::new(signature);
     let solver = Solver::new(&index);
+    let started = std::time::Instant::now();
     let max_pending = solver.init(deps, progress)?;
+    tracing::info!(table = %signature, secs = started.elapsed().as_secs_f64(), "captures and mates folded");
+    let started = std::time::Instant::now();
     let mut level: u16 = 1;
     let mut idle = 0;
     loop {
@@ -124,6 +127,7 @@ pub fn solve(
         }
         level += 1;
     }
+    tracing::info!(table = %signature, levels = level, secs = started.elapsed().as_secs_f64(), "levels done");
     let values = solver.finish();
     Ok(Table { index, values })
 }
@@ -133,44 +137,90 @@ struct Solver<'a> {
     pieces: Vec<Piece>,
     state: [Vec<AtomicU16>; 2],
     resolved: AtomicU64,
+    /// Blocks per side.
+    blocks: u64,
+    /// Per block (Red's blocks, then Black's) and level parity: an entry was resolved there at
+    /// the last level of that parity. Lets a level visit only the blocks with work.
+    fresh: [Vec<AtomicBool>; 2],
+    /// Per block: a candidate was marked there in this loss level.
+    marked: Vec<AtomicBool>,
+    /// Per block: the smallest capture distance still pending there (a level to visit it at).
+    pending: Vec<AtomicU16>,
 }
 
 impl<'a> Solver<'a> {
     fn new(index: &'a TableIndex) -> Self {
         let n = index.size() as usize;
         let state = [0, 1].map(|_| (0..n).map(|_| AtomicU16::new(ILLEGAL)).collect());
+        let blocks = index.size().div_ceil(BLOCK);
+        let flags = || {
+            (0..2 * blocks)
+                .map(|_| AtomicBool::new(false))
+                .collect::<Vec<_>>()
+        };
         Solver {
             index,
             pieces: index.piece_list(),
             state,
             resolved: AtomicU64::new(0),
+            blocks,
+            fresh: [flags(), flags()],
+            marked: flags(),
+            pending: (0..2 * blocks).map(|_| AtomicU16::new(u16::MAX)).collect(),
         }
     }
 
-    /// Runs `f(side, slot, position)` over every slot in parallel; `f` returns how many entries it
-    /// changed. The position is loaded only when `wanted(code)` says so.
+    #[inline]
+    fn block_of(&self, side: Color, slot: usize) -> usize {
+        side.index() * self.blocks as usize + slot / BLOCK as usize
+    }
+
+    /// Records that (`side`, `slot`) was resolved at `level`.
+    #[inline]
+    fn note_resolved(&self, side: Color, slot: usize, level: u16) {
+        self.fresh[level as usize % 2][self.block_of(side, slot)].store(true, Relaxed);
+    }
+
+    /// Runs `f(side, slot, code, position)` in parallel over the slots whose code `wanted`
+    /// accepts, in the blocks `visit` selects; `f` returns how many entries it resolved. Each
+    /// visited block's pending capture distance is recomputed past `level`.
     fn scan(
         &self,
+        level: u16,
+        visit: impl Fn(usize) -> bool + Sync,
         wanted: impl Fn(u16) -> bool + Sync,
         f: impl Fn(Color, u64, u16, &mut SlotPosition) -> u64 + Sync,
     ) -> u64 {
         let size = self.index.size();
-        let blocks = size.div_ceil(BLOCK);
-        (0..2 * blocks)
+        let blocks = self.blocks;
+        (0..2 * blocks as usize)
             .into_par_iter()
+            .filter(|&b| visit(b))
             .map(|b| {
-                let side = if b < blocks { Color::Red } else { Color::Black };
-                let start = (b % blocks) * BLOCK;
+                let side = if (b as u64) < blocks {
+                    Color::Red
+                } else {
+                    Color::Black
+                };
+                let start = (b as u64 % blocks) * BLOCK;
                 let end = (start + BLOCK).min(size);
                 let mut pos = SlotPosition::new(self.index, &self.pieces);
                 let states = &self.state[side.index()];
                 let mut changed = 0;
+                let mut next_pending = u16::MAX;
                 for slot in start..end {
                     let code = states[slot as usize].load(Relaxed);
+                    if is_unresolved(code) && code & KIND_MASK != KIND_CANNOT_LOSE {
+                        let d = code & DIST_MASK;
+                        if d > level {
+                            next_pending = next_pending.min(d);
+                        }
+                    }
                     if wanted(code) && pos.load(slot, side) {
                         changed += f(side, slot, code, &mut pos);
                     }
                 }
+                self.pending[b].store(next_pending, Relaxed);
                 changed
             })
             .sum()
@@ -197,21 +247,24 @@ impl<'a> Solver<'a> {
                 let states = &self.state[side.index()];
                 let mut moves = MoveList::new();
                 let mut max_pending = 0;
+                let mut min_pending = u16::MAX;
                 let mut resolved = 0;
                 for slot in start..end {
                     if !pos.load(slot, side) || pos.board.opponent_in_check() {
                         continue;
                     }
                     moves.clear();
-                    pos.board.legal_moves_into(&mut moves);
-                    if moves.is_empty() {
-                        states[slot as usize].store(Value::Loss(0).encode(), Relaxed);
-                        resolved += 1;
-                        continue;
-                    }
+                    pos.board.pseudo_moves(&mut moves);
+                    let in_check = pos.board.in_check(side);
+                    let mut any_legal = false;
                     let (mut best_win, mut draw, mut worst_loss) = (u16::MAX, false, 0u16);
                     for &m in moves.iter() {
-                        if pos.board.is_empty(m.to()) {
+                        let capture = !pos.board.is_empty(m.to());
+                        if !capture && any_legal || !pos.board.is_legal_pseudo(m, in_check) {
+                            continue;
+                        }
+                        any_legal = true;
+                        if !capture {
                             continue;
                         }
                         let captured = pos.board.make(m);
@@ -225,6 +278,12 @@ impl<'a> Solver<'a> {
                             Value::Draw => draw = true,
                             Value::Illegal => unreachable!("legal moves lead to legal positions"),
                         }
+                    }
+                    if !any_legal {
+                        states[slot as usize].store(Value::Loss(0).encode(), Relaxed);
+                        self.note_resolved(side, slot as usize, 0);
+                        resolved += 1;
+                        continue;
                     }
                     let dist = if best_win != u16::MAX {
                         best_win
@@ -242,8 +301,12 @@ impl<'a> Solver<'a> {
                         UNRESOLVED | KIND_CAP_LOSS | worst_loss
                     };
                     max_pending = max_pending.max(dist);
+                    if dist > 0 {
+                        min_pending = min_pending.min(dist);
+                    }
                     states[slot as usize].store(code, Relaxed);
                 }
+                self.pending[b as usize].store(min_pending, Relaxed);
                 self.resolved.fetch_add(resolved, Relaxed);
                 let d = done.fetch_add(end - start, Relaxed) + end - start;
                 progress(Progress::Init {
@@ -262,15 +325,20 @@ impl<'a> Solver<'a> {
         let lost = Value::Loss(n - 1).encode();
         let won = Value::Win(n).encode();
         let cap_win = UNRESOLVED | KIND_CAP_WIN | n;
+        let fresh = &self.fresh[(n as usize - 1) % 2];
         let changed = self.scan(
+            n,
+            |b| fresh[b].swap(false, Relaxed) | (self.pending[b].load(Relaxed) == n),
             |c| c == lost || c == cap_win,
             |side, slot, code, pos| {
                 if code == cap_win {
                     // Lost races with a predecessor write are harmless: both write `won`.
                     self.state[side.index()][slot as usize].store(won, Relaxed);
+                    self.note_resolved(side, slot as usize, n);
                     return 1;
                 }
-                let preds = &self.state[side.opponent().index()];
+                let them = side.opponent();
+                let preds = &self.state[them.index()];
                 let mut list = MoveList::new();
                 pos.board.unmoves(&mut list);
                 let mut changed = 0;
@@ -278,6 +346,7 @@ impl<'a> Solver<'a> {
                     let p = pos.slot_before_move(m) as usize;
                     let c = preds[p].load(Relaxed);
                     if is_unresolved(c) && preds[p].swap(won, Relaxed) != won {
+                        self.note_resolved(them, p, n);
                         changed += 1;
                     }
                 }
@@ -293,10 +362,14 @@ impl<'a> Solver<'a> {
     /// win.
     fn loss_level(&self, n: u16) -> u64 {
         let won = Value::Win(n - 1).encode();
+        let fresh = &self.fresh[(n as usize - 1) % 2];
         self.scan(
+            n - 1,
+            |b| fresh[b].swap(false, Relaxed),
             |c| c == won,
             |side, _slot, _code, pos| {
-                let preds = &self.state[side.opponent().index()];
+                let them = side.opponent();
+                let preds = &self.state[them.index()];
                 let mut list = MoveList::new();
                 pos.board.unmoves(&mut list);
                 for &m in list.iter() {
@@ -304,6 +377,7 @@ impl<'a> Solver<'a> {
                     let c = preds[p].load(Relaxed);
                     if is_unresolved(c) && c & (KIND_MASK | CANDIDATE) == KIND_CAP_LOSS {
                         preds[p].fetch_or(CANDIDATE, Relaxed);
+                        self.marked[self.block_of(them, p)].store(true, Relaxed);
                     }
                 }
                 0
@@ -312,12 +386,15 @@ impl<'a> Solver<'a> {
         let due = UNRESOLVED | KIND_CAP_LOSS | n;
         let lost = Value::Loss(n).encode();
         let changed = self.scan(
+            n,
+            |b| self.marked[b].swap(false, Relaxed) | (self.pending[b].load(Relaxed) == n),
             |c| is_unresolved(c) && (c & CANDIDATE != 0 || c == due),
             |side, slot, code, pos| {
                 let code = code & !CANDIDATE;
                 let own = &self.state[side.index()][slot as usize];
                 if code & DIST_MASK <= n && self.all_moves_lose(side, pos) {
                     own.store(lost, Relaxed);
+                    self.note_resolved(side, slot as usize, n);
                     1
                 } else {
                     own.store(code, Relaxed);

@@ -11,9 +11,10 @@
 //! distance every stored decisive value is true, and every truly decisive position is stored as
 //! such; what is left are the draws.
 
+use crate::position::{SlotPosition, prefetch};
 use rayon::prelude::*;
 use storage_format::value::ILLEGAL;
-use storage_format::{Probe, Signature, Table, Value};
+use storage_format::{Probe, ProbeError, Signature, Table, Value};
 use thiserror::Error;
 use xiangqi::{Color, MoveList};
 
@@ -85,8 +86,10 @@ pub fn verify(table: &Table, deps: &dyn Probe) -> Result<TableStats, Box<VerifyE
             let start = (b % blocks) * BLOCK;
             let end = (start + BLOCK).min(size);
             let mut stats = TableStats::default();
+            let pieces = table.index.piece_list();
+            let mut pos = SlotPosition::new(&table.index, &pieces);
             for slot in start..end {
-                verify_slot(table, deps, side, slot, &mut stats)?;
+                verify_slot(table, deps, side, slot, &mut pos, &mut stats)?;
             }
             Ok(stats)
         })
@@ -98,6 +101,7 @@ fn verify_slot(
     deps: &dyn Probe,
     side: Color,
     slot: u64,
+    pos: &mut SlotPosition,
     stats: &mut TableStats,
 ) -> Result<(), Box<VerifyError>> {
     let code = table.values[side.index()][slot as usize];
@@ -112,33 +116,46 @@ fn verify_slot(
             expected,
         })
     };
-    let board = match table.index.board(slot, side) {
-        Some(b) if !b.opponent_in_check() => b,
-        Some(b) if code != ILLEGAL => return Err(fail(b.fen(), Value::Illegal)),
-        None if code != ILLEGAL => return Err(fail("-".into(), Value::Illegal)),
-        _ => return Ok(()),
-    };
+    let possible = pos.load(slot, side);
+    let board = &pos.board;
+    match (possible && !board.opponent_in_check(), code == ILLEGAL) {
+        (true, false) => {}
+        (false, true) => return Ok(()),
+        (true, true) => return Err(fail(board.fen(), Value::Illegal)),
+        (false, false) => return Err(fail("-".into(), Value::Illegal)),
+    }
+    // Illegal moves are recognised by their successor: an illegal slot of this table (each
+    // slot's own legality is checked above, so the marks are trusted only once verified as a
+    // whole) or an illegal position in a dependency.
     let mut moves = MoveList::new();
-    board.legal_moves_into(&mut moves);
+    board.pseudo_moves(&mut moves);
+    let next = &table.values[side.opponent().index()];
+    let mut slots = [0u64; xiangqi::MAX_MOVES];
+    for (i, &m) in moves.iter().enumerate() {
+        if board.is_empty(m.to()) {
+            slots[i] = pos.slot_after_move(m);
+            prefetch(&next[slots[i] as usize]);
+        }
+    }
     let mut best = Value::Loss(0);
     let mut after = board.clone();
-    for &m in moves.iter() {
-        let captured = after.make(m);
-        let v = if captured.is_some() {
-            deps.probe(&after).unwrap_or(Value::Illegal)
+    for (i, &m) in moves.iter().enumerate() {
+        let v = if board.is_empty(m.to()) {
+            Value::decode(next[slots[i] as usize])
         } else {
-            match table.index.index_of(&after) {
-                Some(s) => table.value(after.side_to_move(), s),
-                None => Value::Illegal,
+            let captured = after.make(m);
+            let v = deps.probe(&after);
+            after.unmake(m, captured);
+            match v {
+                Ok(v) => v,
+                Err(ProbeError::Illegal(_)) => Value::Illegal,
+                Err(e) => return Err(fail(format!("{} ({e})", board.fen()), Value::Illegal)),
             }
         };
-        after.unmake(m, captured);
-        if v == Value::Illegal {
-            return Err(fail(board.fen(), Value::Illegal));
-        }
+        // Any legal move beats having none (Loss(0)): after a move the mover loses in 1 ply or
+        // more.
         let mine = v.for_mover();
-        // Any move beats having none (Loss(0)): after a move the mover loses in 1 ply or more.
-        if mine.preference() > best.preference() {
+        if v != Value::Illegal && mine.preference() > best.preference() {
             best = mine;
         }
     }

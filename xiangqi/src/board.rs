@@ -342,6 +342,22 @@ impl Board {
             || (f.file().abs_diff(kf) == 1 && f.rank().abs_diff(kr) == 1)
     }
 
+    /// Whether the pseudo-legal move `m` leaves the mover's king safe, that is, is legal.
+    /// `in_check` must say whether the side to move is in check now (compute it once per
+    /// position); most moves are then decided without playing them.
+    #[inline]
+    pub fn is_legal_pseudo(&mut self, m: Move, in_check: bool) -> bool {
+        let us = self.side;
+        let king = Square::from_u8(self.kings[us.index()]);
+        if !in_check && !self.may_expose_king(m, king) {
+            return true;
+        }
+        let cap = self.make(m);
+        let ok = !self.in_check(us);
+        self.unmake(m, cap);
+        ok
+    }
+
     /// Appends every legal move of the side to move.
     pub fn legal_moves_into(&self, out: &mut MoveList) {
         let mut pseudo = MoveList::new();
