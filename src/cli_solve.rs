@@ -1,11 +1,16 @@
-//! `xqtb solve`: solve and verify a dependency closure with progress bars and a report per table.
+//! `xqtb solve`: solve and verify a dependency closure with progress bars and a report per table,
+//! and write each table into the store. Tables already stored are skipped; the ones a new table
+//! depends on are loaded from the store into memory (the solver probes them millions of times).
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-use storage_format::{MemoryTables, RuleSet, Signature, Table};
+use storage_format::{
+    MemoryTables, RuleSet, Signature, SledStore, Table, TableStore, decode_table, encode_table,
+};
 use worker::{Progress, TableStats};
 use xiangqi::Color;
 
@@ -21,6 +26,9 @@ pub struct SolveArgs {
     /// Rule set for repetitions.
     #[arg(long, default_value = "cycles-are-draws")]
     rules: RuleSet,
+    /// Directory of the table store (created if needed).
+    #[arg(long, default_value = crate::cli_tables::DEFAULT_DATA)]
+    data: PathBuf,
 }
 
 pub fn run(args: SolveArgs) -> Result<()> {
@@ -43,10 +51,42 @@ pub fn run(args: SolveArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(" ")
     );
+    let store = SledStore::open(&args.data)?;
     let mut tables = MemoryTables::new();
     let all_start = Instant::now();
     let cpu_start = cpu_seconds();
     for sig in closure {
+        if let Some(h) = store.header(&sig)? {
+            if h.rules != args.rules {
+                bail!(
+                    "{sig} is in the store {} under the rule set {}, not {}: use another --data directory",
+                    args.data.display(),
+                    h.rules.name(),
+                    args.rules.name()
+                );
+            }
+            println!(
+                "{sig}: already in the store {}, skipped",
+                args.data.display()
+            );
+            continue;
+        }
+        for dep in sig.capture_targets() {
+            if !tables.contains(&dep) {
+                let start = Instant::now();
+                let table = pool.install(|| -> Result<Table> {
+                    let encoded = store
+                        .load_table(&dep)
+                        .with_context(|| format!("loading {dep}, which {sig} depends on"))?;
+                    Ok(decode_table(&encoded)?)
+                })?;
+                eprintln!(
+                    "{dep}: loaded from the store in {:.2} s",
+                    start.elapsed().as_secs_f64()
+                );
+                tables.insert(Arc::new(table));
+            }
+        }
         let start = Instant::now();
         let bar = progress_bar(&sig);
         let on_progress = |p: Progress| match p {
@@ -70,6 +110,18 @@ pub fn run(args: SolveArgs) -> Result<()> {
             .map_err(|e| anyhow!(e))?;
         bar.finish_and_clear();
         report(&table, &stats, start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        let encoded = pool.install(|| encode_table(&table, args.rules));
+        let encode_secs = start.elapsed().as_secs_f64();
+        store.put_table(&encoded)?;
+        let legal: u64 = stats.legal.iter().sum();
+        println!(
+            "  stored in {}: {} bytes in {} blocks ({:.3} bits per legal position), encoded in {encode_secs:.2} s",
+            args.data.display(),
+            encoded.stored_bytes(),
+            encoded.blocks.iter().map(Vec::len).sum::<usize>(),
+            encoded.stored_bytes() as f64 * 8.0 / legal.max(1) as f64,
+        );
         tables.insert(Arc::new(table));
     }
     println!(

@@ -1,6 +1,8 @@
 //! The `xqtb` command line: every subcommand is a thin shell over the library crates.
 
+mod cli_cluster;
 mod cli_solve;
+mod cli_tables;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -11,6 +13,9 @@ use storage_format::{Signature, TableIndex};
 #[derive(Parser)]
 #[command(name = "xqtb", version, about, long_about = None)]
 struct Cli {
+    /// Log format on stderr: `text` for people, `json` for machines (RUST_LOG sets the level).
+    #[arg(long, global = true, default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -41,24 +46,71 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Solve tables and everything they depend on, verifying each one.
+    /// Solve tables and everything they depend on, verifying each one, into the store.
     Solve(cli_solve::SolveArgs),
+    /// Probe a position: its value and every legal move's value (--batch: FENs on stdin).
+    Probe(cli_tables::ProbeArgs),
+    /// The best line from a position: fastest mate against the longest defence.
+    Mainline(cli_tables::MainlineArgs),
+    /// Write a stored table to a shard file.
+    Export(cli_tables::ExportArgs),
+    /// Import shard files into the store (every checksum verified first).
+    Import(cli_tables::ImportArgs),
+    /// Re-verify a stored table position by position against its successors.
+    Verify(cli_tables::VerifyArgs),
+    /// List the stored tables with their counts and sizes.
+    Tables(cli_tables::TablesArgs),
+    /// Run the coordinator: plans jobs, leases them to workers, serves queries and downloads.
+    Coordinator(cli_cluster::CoordinatorArgs),
+    /// Run a worker: leases jobs from a coordinator, solves, verifies and uploads them.
+    Worker(cli_cluster::WorkerArgs),
+    /// Generate tables on this machine: a coordinator and workers in one process over loopback.
+    Generate(cli_cluster::GenerateArgs),
+    /// Ask a coordinator to generate endgames (needs the token).
+    Submit(cli_cluster::SubmitArgs),
+    /// Show a coordinator's jobs, workers, rate and time left.
+    Status(cli_cluster::StatusArgs),
+    /// Probe a position on a coordinator.
+    Query(cli_cluster::QueryArgs),
+    /// Download finished tables as shard files (checksums verified).
+    Download(cli_cluster::DownloadArgs),
+    /// Check a coordinator's gRPC health service (exit status 0 when serving).
+    Health(cli_cluster::HealthArgs),
 }
 
 fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let default_level = match cli.command {
+        Command::Coordinator(_) | Command::Worker(_) => "info",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if cli.log_format == "json" {
+        logs.json().init();
+    } else {
+        logs.init();
+    }
     match cli.command {
         Command::Perft { fen, depth, divide } => perft(&fen, depth, divide),
         Command::Info { signature } => info(&signature),
         Command::Count { signature, all } => count(signature.as_deref(), all),
         Command::Solve(args) => cli_solve::run(args),
+        Command::Probe(args) => cli_tables::probe(args),
+        Command::Mainline(args) => cli_tables::mainline(args),
+        Command::Export(args) => cli_tables::export(args),
+        Command::Import(args) => cli_tables::import(args),
+        Command::Verify(args) => cli_tables::verify(args),
+        Command::Tables(args) => cli_tables::tables(args),
+        Command::Coordinator(args) => cli_cluster::coordinator(args),
+        Command::Worker(args) => cli_cluster::worker(args),
+        Command::Generate(args) => cli_cluster::generate(args),
+        Command::Submit(args) => cli_cluster::submit(args),
+        Command::Status(args) => cli_cluster::status(args),
+        Command::Query(args) => cli_cluster::query(args),
+        Command::Download(args) => cli_cluster::download(args),
+        Command::Health(args) => cli_cluster::health(args),
     }
 }
 

@@ -445,6 +445,21 @@ impl TableIndex {
         }
     }
 
+    /// Slots per side to move of `sig`, remembered after the first call (for planning and
+    /// status reports, where building the index each time would be wasteful).
+    pub fn size_of(sig: &Signature) -> u64 {
+        use std::collections::HashMap;
+        use std::sync::{Mutex, OnceLock};
+        static SIZES: OnceLock<Mutex<HashMap<Signature, u64>>> = OnceLock::new();
+        let sizes = SIZES.get_or_init(Default::default);
+        if let Some(&n) = sizes.lock().expect("size cache").get(sig) {
+            return n;
+        }
+        let n = TableIndex::new(*sig).size();
+        sizes.lock().expect("size cache").insert(*sig, n);
+        n
+    }
+
     /// The table's signature.
     pub fn signature(&self) -> Signature {
         self.signature

@@ -20,6 +20,25 @@ pub enum ProbeError {
     /// Reading the table failed.
     #[error("reading table {0} failed: {1}")]
     Storage(Signature, String),
+    /// The table is not in the store or shard directory being probed.
+    #[error("table {table} is not in the store ({store})")]
+    NotInStore {
+        /// The table.
+        table: Signature,
+        /// The store, e.g. `sled store ./xqtb-data`.
+        store: String,
+    },
+    /// The FEN does not parse or describes an illegal position; carries the parser's reason.
+    #[error("bad FEN: {0}")]
+    BadFen(String),
+    /// More pieces than any table holds.
+    #[error("the position has {pieces} pieces; tables hold at most {max}")]
+    TooManyPieces {
+        /// Pieces on the board, kings included.
+        pieces: u32,
+        /// Most pieces a table holds.
+        max: u32,
+    },
 }
 
 /// A solved table: the values of every slot for both sides to move.
@@ -33,7 +52,12 @@ pub struct Table {
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Table({}, {} slots per side)", self.signature(), self.index.size())
+        write!(
+            f,
+            "Table({}, {} slots per side)",
+            self.signature(),
+            self.index.size()
+        )
     }
 }
 

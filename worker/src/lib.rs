@@ -1,6 +1,8 @@
 //! The xqtb worker: the retrograde solver, its independent verifier, and the loop that solves a
 //! whole dependency closure.
 
+
+pub mod client;
 mod position;
 pub mod solve;
 pub mod verify;

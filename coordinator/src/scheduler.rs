@@ -1,0 +1,423 @@
+//! The job scheduler: one job per table, handed out in dependency order under leases.
+//!
+//! Pure state: time is passed in as Unix milliseconds and every change returns the records to
+//! persist, so the gRPC shell and the tests drive it the same way and a restart resumes from the
+//! persisted records.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use storage_format::Signature;
+
+/// Where a job stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobState {
+    /// Some dependency is not finished yet.
+    Waiting,
+    /// Every dependency is finished; the job can be leased.
+    Ready,
+    /// A worker holds the job under a lease.
+    Leased,
+    /// The table is committed.
+    Finished,
+    /// The job failed more often than the retry limit allows.
+    Failed,
+}
+
+impl JobState {
+    /// Lowercase name used in status output.
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Waiting => "waiting",
+            JobState::Ready => "ready",
+            JobState::Leased => "leased",
+            JobState::Finished => "finished",
+            JobState::Failed => "failed",
+        }
+    }
+}
+
+/// A lease on a job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// Unique id of this lease; uploads and heartbeats name it.
+    pub id: String,
+    /// The worker holding it.
+    pub worker: String,
+    /// Unix milliseconds when it expires unless renewed.
+    pub expires_at_ms: u64,
+}
+
+/// One job, as persisted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Canonical signature name.
+    pub signature: String,
+    /// Current state.
+    pub state: JobState,
+    /// Leases granted so far.
+    pub attempts: u32,
+    /// The current lease, when leased.
+    pub lease: Option<Lease>,
+    /// Why the last attempt failed, if it did.
+    pub last_error: Option<String>,
+    /// Progress reported by the last heartbeat (0..1).
+    #[serde(default)]
+    pub progress: f64,
+    /// Unix milliseconds when the job finished.
+    #[serde(default)]
+    pub finished_at_ms: Option<u64>,
+}
+
+/// Why a worker's request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LeaseError {
+    /// No current lease has this id (expired, re-leased, finished or never granted).
+    #[error("lease {0} is not current (expired, re-leased or finished)")]
+    Stale(String),
+    /// The upload is for another table than the lease.
+    #[error("lease {lease} is for {leased}, not {uploaded}")]
+    WrongTable {
+        /// The lease id.
+        lease: String,
+        /// The table leased.
+        leased: String,
+        /// The table uploaded.
+        uploaded: String,
+    },
+}
+
+/// Settings of the scheduler.
+#[derive(Clone, Copy, Debug)]
+pub struct SchedulerConfig {
+    /// How long a lease lasts without a heartbeat.
+    pub lease_ttl_ms: u64,
+    /// Leases granted per job before it is marked failed.
+    pub max_attempts: u32,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig { lease_ttl_ms: 30_000, max_attempts: 5 }
+    }
+}
+
+/// A granted job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The table to solve.
+    pub signature: Signature,
+    /// The lease.
+    pub lease: Lease,
+    /// The finished tables it depends on.
+    pub dependencies: Vec<Signature>,
+    /// Which attempt this is (1 for the first).
+    pub attempt: u32,
+}
+
+/// All jobs and their leases.
+pub struct Scheduler {
+    config: SchedulerConfig,
+    jobs: BTreeMap<Signature, JobRecord>,
+    /// Plan order (dependencies first), for leasing in order.
+    order: Vec<Signature>,
+    next_lease: u64,
+    lease_prefix: String,
+}
+
+impl Scheduler {
+    /// A scheduler resuming from `records` (possibly empty). `lease_prefix` makes lease ids of
+    /// this process distinct from those of earlier runs.
+    pub fn new(config: SchedulerConfig, records: Vec<JobRecord>, lease_prefix: String) -> Self {
+        let mut s = Scheduler {
+            config,
+            jobs: BTreeMap::new(),
+            order: Vec::new(),
+            next_lease: 1,
+            lease_prefix,
+        };
+        for r in records {
+            if let Ok(sig) = r.signature.parse::<Signature>() {
+                s.jobs.insert(sig, r);
+            }
+        }
+        s.reorder();
+        s
+    }
+
+    fn reorder(&mut self) {
+        let roots: Vec<Signature> = self.jobs.keys().copied().collect();
+        self.order = storage_format::closure_of(&roots)
+            .into_iter()
+            .filter(|s| self.jobs.contains_key(s))
+            .collect();
+    }
+
+    /// Adds `targets` and their closure. Returns the records created or changed (to persist) and
+    /// the newly planned signatures. `finished` says which tables are already in the store.
+    pub fn plan(
+        &mut self,
+        targets: &[Signature],
+        finished: impl Fn(&Signature) -> bool,
+    ) -> (Vec<JobRecord>, Vec<Signature>) {
+        let mut new = Vec::new();
+        for sig in storage_format::closure_of(targets) {
+            if self.jobs.contains_key(&sig) {
+                continue;
+            }
+            let done = finished(&sig);
+            self.jobs.insert(
+                sig,
+                JobRecord {
+                    signature: sig.name(),
+                    state: if done { JobState::Finished } else { JobState::Waiting },
+                    attempts: 0,
+                    lease: None,
+                    last_error: None,
+                    progress: if done { 1.0 } else { 0.0 },
+                    finished_at_ms: None,
+                },
+            );
+            new.push(sig);
+        }
+        self.reorder();
+        let mut changed = self.refresh_ready();
+        changed.extend(new.iter().map(|s| self.jobs[s].clone()));
+        changed.dedup_by(|a, b| a.signature == b.signature);
+        (changed, new)
+    }
+
+    /// Moves waiting jobs whose dependencies are all finished to ready.
+    fn refresh_ready(&mut self) -> Vec<JobRecord> {
+        let mut changed = Vec::new();
+        for sig in self.order.clone() {
+            let deps_done = sig
+                .capture_targets()
+                .iter()
+                .all(|d| self.jobs.get(d).is_none_or(|j| j.state == JobState::Finished));
+            let job = self.jobs.get_mut(&sig).expect("ordered jobs exist");
+            if job.state == JobState::Waiting && deps_done {
+                job.state = JobState::Ready;
+                changed.push(job.clone());
+            }
+        }
+        changed
+    }
+
+    /// Returns expired leases to the queue (or fails jobs past the retry limit).
+    pub fn expire(&mut self, now_ms: u64) -> Vec<JobRecord> {
+        let mut changed = Vec::new();
+        for job in self.jobs.values_mut() {
+            if job.state == JobState::Leased
+                && job.lease.as_ref().is_some_and(|l| l.expires_at_ms <= now_ms)
+            {
+                let worker = job.lease.take().map(|l| l.worker).unwrap_or_default();
+                job.last_error = Some(format!("lease held by {worker} expired"));
+                job.state = if job.attempts >= self.config.max_attempts {
+                    JobState::Failed
+                } else {
+                    JobState::Ready
+                };
+                job.progress = 0.0;
+                changed.push(job.clone());
+            }
+        }
+        changed
+    }
+
+    /// Leases the first ready job in plan order to `worker`.
+    pub fn lease(&mut self, worker: &str, now_ms: u64) -> (Option<Grant>, Vec<JobRecord>) {
+        let mut changed = self.expire(now_ms);
+        let Some(sig) = self.order.iter().copied().find(|s| self.jobs[s].state == JobState::Ready)
+        else {
+            return (None, changed);
+        };
+        let id = format!("{}-{}", self.lease_prefix, self.next_lease);
+        self.next_lease += 1;
+        let lease = Lease {
+            id,
+            worker: worker.to_string(),
+            expires_at_ms: now_ms + self.config.lease_ttl_ms,
+        };
+        let job = self.jobs.get_mut(&sig).expect("ordered jobs exist");
+        job.state = JobState::Leased;
+        job.attempts += 1;
+        job.lease = Some(lease.clone());
+        job.progress = 0.0;
+        changed.push(job.clone());
+        let grant = Grant {
+            signature: sig,
+            lease,
+            dependencies: sig.capture_targets(),
+            attempt: job.attempts,
+        };
+        (Some(grant), changed)
+    }
+
+    fn leased_mut(&mut self, lease_id: &str) -> Result<(Signature, &mut JobRecord), LeaseError> {
+        self.jobs
+            .iter_mut()
+            .find(|(_, j)| {
+                j.state == JobState::Leased && j.lease.as_ref().is_some_and(|l| l.id == lease_id)
+            })
+            .map(|(s, j)| (*s, j))
+            .ok_or_else(|| LeaseError::Stale(lease_id.to_string()))
+    }
+
+    /// Renews a lease and records progress. Returns the new expiry.
+    pub fn heartbeat(
+        &mut self,
+        lease_id: &str,
+        progress: f64,
+        now_ms: u64,
+    ) -> Result<(u64, JobRecord), LeaseError> {
+        self.expire(now_ms);
+        let ttl = self.config.lease_ttl_ms;
+        let (_, job) = self.leased_mut(lease_id)?;
+        let lease = job.lease.as_mut().expect("leased");
+        lease.expires_at_ms = now_ms + ttl;
+        job.progress = progress.clamp(0.0, 1.0);
+        Ok((lease.expires_at_ms, job.clone()))
+    }
+
+    /// Checks that `lease_id` is current and for `signature`, before an upload is committed.
+    pub fn check_upload(&mut self, lease_id: &str, signature: &Signature, now_ms: u64) -> Result<(), LeaseError> {
+        self.expire(now_ms);
+        let (sig, _) = self.leased_mut(lease_id)?;
+        if sig != *signature {
+            return Err(LeaseError::WrongTable {
+                lease: lease_id.to_string(),
+                leased: sig.name(),
+                uploaded: signature.name(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Marks the job of `lease_id` finished (after its table was committed) and readies the jobs
+    /// that waited for it.
+    pub fn finish(&mut self, lease_id: &str, now_ms: u64) -> Result<Vec<JobRecord>, LeaseError> {
+        let (_, job) = self.leased_mut(lease_id)?;
+        job.state = JobState::Finished;
+        job.lease = None;
+        job.progress = 1.0;
+        job.last_error = None;
+        job.finished_at_ms = Some(now_ms);
+        let mut changed = vec![job.clone()];
+        changed.extend(self.refresh_ready());
+        Ok(changed)
+    }
+
+    /// Records a failed attempt; the job goes back to the queue unless it ran out of attempts.
+    pub fn fail(&mut self, lease_id: &str, message: &str) -> Result<JobRecord, LeaseError> {
+        let max = self.config.max_attempts;
+        let (_, job) = self.leased_mut(lease_id)?;
+        job.lease = None;
+        job.last_error = Some(message.to_string());
+        job.progress = 0.0;
+        job.state = if job.attempts >= max { JobState::Failed } else { JobState::Ready };
+        Ok(job.clone())
+    }
+
+    /// Marks `sig` finished because its table is already committed (found at start-up).
+    pub fn mark_finished(&mut self, sig: &Signature, now_ms: u64) -> Vec<JobRecord> {
+        let Some(job) = self.jobs.get_mut(sig) else { return Vec::new() };
+        job.state = JobState::Finished;
+        job.lease = None;
+        job.progress = 1.0;
+        job.finished_at_ms = Some(now_ms);
+        let mut changed = vec![job.clone()];
+        changed.extend(self.refresh_ready());
+        changed
+    }
+
+    /// Every job in plan order.
+    pub fn jobs(&self) -> impl Iterator<Item = (&Signature, &JobRecord)> {
+        self.order.iter().map(|s| (s, &self.jobs[s]))
+    }
+
+    /// Whether every job is finished or failed.
+    pub fn all_done(&self) -> bool {
+        self.jobs.values().all(|j| matches!(j.state, JobState::Finished | JobState::Failed))
+    }
+
+    /// The job of `sig`, if planned.
+    pub fn job(&self, sig: &Signature) -> Option<&JobRecord> {
+        self.jobs.get(sig)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig(s: &str) -> Signature {
+        s.parse().unwrap()
+    }
+
+    fn scheduler() -> Scheduler {
+        Scheduler::new(SchedulerConfig { lease_ttl_ms: 1000, max_attempts: 2 }, vec![], "t".into())
+    }
+
+    #[test]
+    fn leases_follow_dependency_order() {
+        let mut s = scheduler();
+        let (_, planned) = s.plan(&[sig("KRvKN")], |_| false);
+        assert_eq!(planned.len(), 3);
+        let (g1, _) = s.lease("w1", 0);
+        let (g2, _) = s.lease("w2", 0);
+        let g1 = g1.unwrap();
+        let g2 = g2.unwrap();
+        assert_eq!(g1.signature, sig("KNvK"));
+        assert_eq!(g2.signature, sig("KRvK"));
+        assert!(s.lease("w3", 0).0.is_none(), "KRvKN waits for its dependencies");
+        s.finish(&g1.lease.id, 1).unwrap();
+        assert!(s.lease("w3", 0).0.is_none());
+        s.finish(&g2.lease.id, 1).unwrap();
+        let g3 = s.lease("w3", 0).0.unwrap();
+        assert_eq!(g3.signature, sig("KRvKN"));
+        assert_eq!(g3.dependencies, vec![sig("KNvK"), sig("KRvK")]);
+        s.finish(&g3.lease.id, 2).unwrap();
+        assert!(s.all_done());
+    }
+
+    #[test]
+    fn expired_leases_are_requeued_and_stale_ones_refused() {
+        let mut s = scheduler();
+        s.plan(&[sig("KRvK")], |_| false);
+        let g = s.lease("w1", 0).0.unwrap();
+        assert!(s.heartbeat(&g.lease.id, 0.5, 900).is_ok());
+        // Renewed at 900: still valid at 1800, expired at 1900.
+        assert!(s.check_upload(&g.lease.id, &sig("KRvK"), 1800).is_ok());
+        let g2 = s.lease("w2", 1900).0.expect("expired job is leased again");
+        assert_eq!(g2.attempt, 2);
+        assert_eq!(s.check_upload(&g.lease.id, &sig("KRvK"), 1900), Err(LeaseError::Stale(g.lease.id.clone())));
+        assert!(s.finish(&g.lease.id, 1900).is_err());
+        assert!(matches!(
+            s.check_upload(&g2.lease.id, &sig("KNvK"), 1900),
+            Err(LeaseError::WrongTable { .. })
+        ));
+        // Second expiry exhausts the attempts.
+        s.expire(10_000);
+        assert_eq!(s.job(&sig("KRvK")).unwrap().state, JobState::Failed);
+        assert!(s.all_done());
+    }
+
+    #[test]
+    fn failures_requeue_until_the_limit_and_restart_resumes() {
+        let mut s = scheduler();
+        let (records, _) = s.plan(&[sig("KRvK"), sig("KNvK")], |x| *x == sig("KNvK"));
+        assert_eq!(s.job(&sig("KNvK")).unwrap().state, JobState::Finished);
+        let g = s.lease("w1", 0).0.unwrap();
+        s.fail(&g.lease.id, "disk full").unwrap();
+        assert_eq!(s.job(&sig("KRvK")).unwrap().state, JobState::Ready);
+        // Restart from the persisted records: the lease granted now survives the restart.
+        let g = s.lease("w1", 0).0.unwrap();
+        let persisted: Vec<JobRecord> = s.jobs().map(|(_, j)| j.clone()).collect();
+        assert!(!records.is_empty());
+        let mut s2 = Scheduler::new(SchedulerConfig { lease_ttl_ms: 1000, max_attempts: 2 }, persisted, "u".into());
+        assert!(s2.heartbeat(&g.lease.id, 0.1, 10).is_ok());
+        assert_eq!(s2.job(&sig("KNvK")).unwrap().state, JobState::Finished);
+        s2.fail(&g.lease.id, "again").unwrap();
+        assert_eq!(s2.job(&sig("KRvK")).unwrap().state, JobState::Failed);
+    }
+}

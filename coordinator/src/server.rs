@@ -1,0 +1,121 @@
+//! Starting the coordinator: the gRPC server with both services, health and reflection, lease
+//! expiry in the background, and graceful shutdown.
+
+use crate::service::{Access, JobsService, State, TablebaseService};
+use crate::SchedulerConfig;
+use anyhow::{Context, Result};
+use proto::v1::jobs_server::JobsServer;
+use proto::v1::tablebase_server::TablebaseServer;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use storage_format::store::SledStore;
+use storage_format::{RuleSet, Signature};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+
+/// Largest gRPC message accepted (chunks are much smaller; batch probes may be larger).
+const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// How to run a coordinator.
+#[derive(Clone, Debug)]
+pub struct CoordinatorConfig {
+    /// Address to listen on; port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// Directory of the sled database (tables and job states).
+    pub data: PathBuf,
+    /// Access control.
+    pub access: Access,
+    /// Endgames to plan at start (added to whatever the database already holds).
+    pub plan: Vec<Signature>,
+    /// Lease time-to-live and retry limit.
+    pub scheduler: SchedulerConfig,
+    /// Rule set of every table.
+    pub rules: RuleSet,
+    /// PEM certificate and key files for TLS.
+    pub tls: Option<(PathBuf, PathBuf)>,
+}
+
+/// A running coordinator.
+pub struct Coordinator {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    /// Its state (for in-process use: status, all_done).
+    pub state: Arc<State>,
+    shutdown: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<()>>,
+}
+
+impl Coordinator {
+    /// Opens the data directory, plans, binds and starts serving in the background.
+    pub async fn start(config: CoordinatorConfig) -> Result<Coordinator> {
+        let store = Arc::new(
+            SledStore::open(&config.data)
+                .with_context(|| format!("cannot open the data directory {}", config.data.display()))?,
+        );
+        let state = Arc::new(State::new(store, config.access.clone(), config.scheduler, config.rules)?);
+        if !config.plan.is_empty() {
+            state.plan(&config.plan).map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+        }
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        let addr = listener.local_addr()?;
+        let (shutdown, mut rx) = tokio::sync::watch::channel(false);
+
+        let (health_reporter, health_service) = tonic_health::server::health_reporter();
+        health_reporter.set_serving::<JobsServer<JobsService>>().await;
+        health_reporter.set_serving::<TablebaseServer<TablebaseService>>().await;
+        let reflection = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1()?;
+
+        let mut builder = Server::builder();
+        if let Some((cert, key)) = &config.tls {
+            let cert = std::fs::read(cert).with_context(|| format!("cannot read {}", cert.display()))?;
+            let key = std::fs::read(key).with_context(|| format!("cannot read {}", key.display()))?;
+            builder = builder.tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))?;
+        }
+        let router = builder
+            .add_service(health_service)
+            .add_service(reflection)
+            .add_service(
+                JobsServer::new(JobsService(Arc::clone(&state)))
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES),
+            )
+            .add_service(
+                TablebaseServer::new(TablebaseService(Arc::clone(&state)))
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            );
+        let serve_state = Arc::clone(&state);
+        let task = tokio::spawn(async move {
+            // Expire leases even when no worker calls in, so status stays truthful.
+            let expiry_state = Arc::clone(&serve_state);
+            let ticker = tokio::spawn(async move {
+                let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+                loop {
+                    tick.tick().await;
+                    let _ = expiry_state.status();
+                }
+            });
+            let result = router
+                .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+                    let _ = rx.wait_for(|stop| *stop).await;
+                })
+                .await;
+            ticker.abort();
+            result.map_err(Into::into)
+        });
+        tracing::info!(%addr, data = %config.data.display(), "coordinator listening");
+        Ok(Coordinator { addr, state, shutdown, task })
+    }
+
+    /// Stops serving (in-flight calls finish) and waits for the server to end.
+    pub async fn stop(self) -> Result<()> {
+        let _ = self.shutdown.send(true);
+        self.task.await?
+    }
+}

@@ -1,0 +1,555 @@
+//! The distributed commands: `coordinator`, `worker`, `generate` (both in one process over
+//! loopback), and the clients `submit`, `status`, `query`, `download`.
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use coordinator::{Access, Coordinator, CoordinatorConfig, SchedulerConfig};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use proto::v1::tablebase_client::TablebaseClient;
+use proto::v1::*;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use storage_format::{RuleSet, Signature};
+use tokio::sync::watch;
+use worker::client::{Auth, WorkerConfig};
+
+/// Arguments of `xqtb coordinator`.
+#[derive(Args)]
+pub struct CoordinatorArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0:7070")]
+    listen: SocketAddr,
+    /// Data directory (sled database of tables and job states).
+    #[arg(long, default_value = "./xqtb-data")]
+    data: PathBuf,
+    /// Cluster token required from workers and for submit.
+    #[arg(long, env = "XQTB_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Also require the token for probes, listings and downloads.
+    #[arg(long)]
+    token_for_reads: bool,
+    /// Endgames to plan at start, e.g. KRNvKR (their dependencies are added).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    plan: Vec<String>,
+    /// Lease time-to-live in seconds (renewed by heartbeats).
+    #[arg(long, default_value_t = 30)]
+    lease_ttl_secs: u64,
+    /// Leases per job before it is marked failed.
+    #[arg(long, default_value_t = 5)]
+    max_attempts: u32,
+    /// PEM certificate for TLS (with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for TLS.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve Prometheus metrics on this address (e.g. 0.0.0.0:9100).
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
+}
+
+/// Arguments of `xqtb worker`.
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// Coordinator URL.
+    #[arg(long, default_value = "http://127.0.0.1:7070")]
+    coordinator: String,
+    /// Solver threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Cache directory for dependency tables.
+    #[arg(long, default_value = "./xqtb-worker-cache")]
+    cache: PathBuf,
+    /// Cluster token.
+    #[arg(long, env = "XQTB_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Name shown in status output (default: host name and process id).
+    #[arg(long)]
+    name: Option<String>,
+    /// PEM CA certificate to trust (for https:// coordinators).
+    #[arg(long)]
+    ca: Option<PathBuf>,
+    /// Exit once every planned job is done instead of waiting for more.
+    #[arg(long)]
+    exit_when_done: bool,
+    /// Serve Prometheus metrics on this address (e.g. 0.0.0.0:9101).
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
+    /// Fault injection for tests: wait this long (heartbeating) before each upload.
+    #[arg(long, hide = true, default_value_t = 0)]
+    debug_delay_upload_ms: u64,
+}
+
+/// Arguments of `xqtb generate`.
+#[derive(Args)]
+pub struct GenerateArgs {
+    /// Endgames to generate (with everything they depend on).
+    #[arg(required = true)]
+    signatures: Vec<String>,
+    /// Data directory the tables are left in.
+    #[arg(long, default_value = "./xqtb-data")]
+    data: PathBuf,
+    /// Workers started in this process.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Threads per worker (default: all cores divided among the workers).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// Connection options of the client commands.
+#[derive(Args, Clone)]
+pub struct ServerArgs {
+    /// Coordinator URL.
+    #[arg(long, default_value = "http://127.0.0.1:7070")]
+    server: String,
+    /// Token (needed for submit, and for reads when the coordinator requires it).
+    #[arg(long, env = "XQTB_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// PEM CA certificate to trust (for https:// servers).
+    #[arg(long)]
+    ca: Option<PathBuf>,
+}
+
+/// Arguments of `xqtb submit`.
+#[derive(Args)]
+pub struct SubmitArgs {
+    /// Endgames to generate.
+    #[arg(required = true)]
+    signatures: Vec<String>,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// Arguments of `xqtb status`.
+#[derive(Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Keep refreshing until every job is done.
+    #[arg(long)]
+    watch: bool,
+}
+
+/// Arguments of `xqtb query`.
+#[derive(Args)]
+pub struct QueryArgs {
+    /// Position in FEN.
+    fen: String,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// Arguments of `xqtb download`.
+#[derive(Args)]
+pub struct DownloadArgs {
+    /// Tables to download.
+    #[arg(required = true)]
+    signatures: Vec<String>,
+    /// Directory to write `<SIGNATURE>.xqtb` files into.
+    #[arg(short, long)]
+    output: PathBuf,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+/// Resolves when SIGTERM or Ctrl-C arrives.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("install SIGTERM handler");
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn signatures(list: &[String]) -> Result<Vec<Signature>> {
+    list.iter().map(|s| crate::parse_signature(s)).collect()
+}
+
+/// `xqtb coordinator`.
+pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
+    let config = CoordinatorConfig {
+        listen: args.listen,
+        data: args.data,
+        access: Access { token: args.token, token_for_reads: args.token_for_reads },
+        plan: signatures(&args.plan)?,
+        scheduler: SchedulerConfig {
+            lease_ttl_ms: args.lease_ttl_secs.max(1) * 1000,
+            max_attempts: args.max_attempts.max(1),
+        },
+        rules: RuleSet::CyclesAreDraws,
+        tls: args.tls_cert.zip(args.tls_key),
+    };
+    runtime()?.block_on(async {
+        serve_metrics(args.metrics_listen)?;
+        let c = Coordinator::start(config).await?;
+        eprintln!("coordinator listening on {}", c.addr);
+        termination().await;
+        eprintln!("shutting down");
+        c.stop().await
+    })
+}
+
+/// Starts the Prometheus exporter's HTTP listener when an address is given.
+fn serve_metrics(addr: Option<SocketAddr>) -> Result<()> {
+    if let Some(addr) = addr {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .set_buckets(&[
+                1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0,
+            ])?
+            .install()
+            .with_context(|| format!("cannot serve metrics on {addr}"))?;
+        eprintln!("metrics on http://{addr}/metrics");
+    }
+    Ok(())
+}
+
+fn default_name() -> String {
+    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    format!("{}-{}", host.trim(), std::process::id())
+}
+
+/// `xqtb worker`.
+pub fn worker(args: WorkerArgs) -> Result<()> {
+    let config = WorkerConfig {
+        coordinator: args.coordinator,
+        name: args.name.unwrap_or_else(default_name),
+        threads: args.threads.unwrap_or_else(num_cpus),
+        cache: args.cache,
+        token: args.token,
+        ca: args.ca,
+        exit_when_done: args.exit_when_done,
+        debug_delay_upload_ms: args.debug_delay_upload_ms,
+    };
+    runtime()?.block_on(async {
+        serve_metrics(args.metrics_listen)?;
+        let (tx, rx) = watch::channel(false);
+        tokio::spawn(async move {
+            termination().await;
+            let _ = tx.send(true);
+        });
+        let summary = worker::client::run(config, rx).await?;
+        eprintln!(
+            "worker done: {} tables committed, {} uploads refused",
+            summary.committed.len(),
+            summary.refused.len()
+        );
+        Ok(())
+    })
+}
+
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `xqtb generate`: the coordinator and `--workers` workers in this process over loopback.
+pub fn generate(args: GenerateArgs) -> Result<()> {
+    let targets = signatures(&args.signatures)?;
+    let workers = args.workers.max(1);
+    let threads = args.threads.unwrap_or_else(|| (num_cpus() / workers).max(1));
+    std::fs::create_dir_all(&args.data)
+        .with_context(|| format!("cannot create {}", args.data.display()))?;
+    let config = CoordinatorConfig {
+        listen: "127.0.0.1:0".parse().expect("valid address"),
+        data: args.data.clone(),
+        access: Access::default(),
+        plan: targets,
+        scheduler: SchedulerConfig::default(),
+        rules: RuleSet::CyclesAreDraws,
+        tls: None,
+    };
+    let started = Instant::now();
+    let cpu_start = crate::cli_solve::cpu_seconds();
+    runtime()?.block_on(async {
+        let c = Coordinator::start(config).await?;
+        let url = format!("http://{}", c.addr);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let cache_root = args.data.join("worker-cache");
+        let mut handles = Vec::new();
+        for i in 0..workers {
+            let config = WorkerConfig {
+                coordinator: url.clone(),
+                name: format!("local{i}"),
+                threads,
+                cache: cache_root.join(i.to_string()),
+                token: None,
+                ca: None,
+                exit_when_done: true,
+                debug_delay_upload_ms: 0,
+            };
+            handles.push(tokio::spawn(worker::client::run(config, stop_rx.clone())));
+        }
+        let interrupted = tokio::select! {
+            _ = show_progress(&c) => false,
+            _ = termination() => true,
+        };
+        let _ = stop_tx.send(true);
+        for h in handles {
+            h.await??;
+        }
+        let status = c.state.status();
+        c.stop().await?;
+        let _ = std::fs::remove_dir_all(&cache_root);
+        if interrupted {
+            bail!("interrupted; finished tables are kept in {}, run again to resume", args.data.display());
+        }
+        if status.failed > 0 {
+            let failed: Vec<String> = status
+                .jobs
+                .iter()
+                .filter(|j| j.state == "failed")
+                .map(|j| format!("{} ({})", j.signature, j.last_error))
+                .collect();
+            bail!("{} tables failed: {}", status.failed, failed.join("; "));
+        }
+        println!(
+            "generated {} tables into {} in {:.2} s wall, {:.2} s CPU, peak memory {}",
+            status.finished,
+            args.data.display(),
+            started.elapsed().as_secs_f64(),
+            crate::cli_solve::cpu_seconds() - cpu_start,
+            crate::cli_solve::peak_memory()
+        );
+        println!("query with: xqtb probe FEN --data {}", args.data.display());
+        Ok(())
+    })
+}
+
+/// Draws one bar per table until every job is done.
+async fn show_progress(c: &Coordinator) {
+    let multi = MultiProgress::new();
+    let style = ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {msg}")
+        .expect("valid template")
+        .progress_chars("=> ");
+    let mut bars: HashMap<String, ProgressBar> = HashMap::new();
+    loop {
+        let status = c.state.status();
+        for job in &status.jobs {
+            let bar = bars.entry(job.signature.clone()).or_insert_with(|| {
+                let b = multi.add(ProgressBar::new(1000));
+                b.set_style(style.clone());
+                b.set_prefix(job.signature.clone());
+                b
+            });
+            bar.set_position((job.progress * 1000.0) as u64);
+            let msg = match job.state.as_str() {
+                "leased" => format!("solving on {}", job.worker_id),
+                s => s.to_string(),
+            };
+            bar.set_message(msg);
+            if job.state == "finished" || job.state == "failed" {
+                bar.finish();
+            }
+        }
+        if c.state.all_done() {
+            multi.clear().ok();
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn tablebase_client(
+    s: &ServerArgs,
+) -> Result<TablebaseClient<tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Auth>>> {
+    let channel = worker::client::connect(&s.server, s.ca.as_ref()).await?;
+    Ok(TablebaseClient::with_interceptor(channel, Auth::new(s.token.as_deref())?)
+        .max_decoding_message_size(16 << 20))
+}
+
+fn status_error(s: tonic::Status) -> anyhow::Error {
+    anyhow!("{}: {}", s.code(), s.message())
+}
+
+/// `xqtb submit`.
+pub fn submit(args: SubmitArgs) -> Result<()> {
+    signatures(&args.signatures)?;
+    runtime()?.block_on(async {
+        let mut client = tablebase_client(&args.server).await?;
+        let r = client
+            .submit(SubmitRequest { signatures: args.signatures.clone() })
+            .await
+            .map_err(status_error)?
+            .into_inner();
+        if r.planned.is_empty() {
+            println!("nothing new to plan: every table is already planned or finished");
+        } else {
+            println!("planned {} tables: {}", r.planned.len(), r.planned.join(" "));
+        }
+        Ok(())
+    })
+}
+
+/// `xqtb status`.
+pub fn status(args: StatusArgs) -> Result<()> {
+    runtime()?.block_on(async {
+        let mut client = tablebase_client(&args.server).await?;
+        loop {
+            let s = client.status(StatusRequest {}).await.map_err(status_error)?.into_inner();
+            if args.watch {
+                print!("\x1b[2J\x1b[H");
+            }
+            print_status(&s);
+            let done = s.waiting + s.ready + s.leased == 0;
+            if !args.watch || done {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+}
+
+fn print_status(s: &StatusResponse) {
+    println!(
+        "jobs: {} finished, {} leased, {} ready, {} waiting, {} failed",
+        s.finished, s.leased, s.ready, s.waiting, s.failed
+    );
+    let eta = if s.eta_seconds < 0.0 { "unknown".into() } else { format!("{:.0} s", s.eta_seconds) };
+    println!(
+        "entries: {} of {} done, {:.0} entries/s, estimated time left {eta}",
+        s.entries_done, s.entries_total, s.entries_per_second
+    );
+    for j in &s.jobs {
+        let extra = match j.state.as_str() {
+            "leased" => format!(" on {} ({:.0}%)", j.worker_id, j.progress * 100.0),
+            "failed" => format!(" ({})", j.last_error),
+            _ => String::new(),
+        };
+        println!("  {:<14} {:<9} attempts {}{extra}", j.signature, j.state, j.attempts);
+    }
+    for w in &s.workers {
+        println!(
+            "  worker {} ({} threads): {} {:.0}% {}, seen {} ms ago",
+            w.worker_id,
+            w.threads,
+            if w.current_job.is_empty() { "idle" } else { &w.current_job },
+            w.progress * 100.0,
+            w.phase,
+            w.last_seen_ms_ago
+        );
+    }
+}
+
+/// `xqtb query`.
+pub fn query(args: QueryArgs) -> Result<()> {
+    runtime()?.block_on(async {
+        let mut client = tablebase_client(&args.server).await?;
+        let r = client
+            .probe(ProbeRequest { fen: args.fen.clone() })
+            .await
+            .map_err(status_error)?
+            .into_inner();
+        if args.json {
+            let moves: Vec<serde_json::Value> = r
+                .moves
+                .iter()
+                .map(|m| {
+                    serde_json::json!({
+                        "iccs": m.iccs, "chinese": m.chinese, "wxf": m.wxf,
+                        "wdl": m.wdl, "dtm_plies": m.dtm_plies,
+                    })
+                })
+                .collect();
+            let v = serde_json::json!({
+                "fen": r.fen, "table": r.table, "wdl": r.wdl, "dtm_plies": r.dtm_plies, "moves": moves,
+            });
+            println!("{v}");
+        } else {
+            let dtm = r.dtm_plies.map(|d| format!(" in {d} plies")).unwrap_or_default();
+            println!("{} ({}): {}{dtm}", r.fen, r.table, r.wdl);
+            for m in &r.moves {
+                let dtm = m.dtm_plies.map(|d| format!(" {d} plies")).unwrap_or_default();
+                println!("  {} {} {}: {}{dtm}", m.iccs, m.chinese, m.wxf, m.wdl);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `xqtb download`: each file is checked and only renamed into place when whole.
+pub fn download(args: DownloadArgs) -> Result<()> {
+    let sigs = signatures(&args.signatures)?;
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    runtime()?.block_on(async {
+        let mut client = tablebase_client(&args.server).await?;
+        for sig in sigs {
+            let mut stream = client
+                .download_shard(DownloadShardRequest { signature: sig.name() })
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template("{prefix:>12} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec}")
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            bar.set_prefix(sig.name());
+            let mut bytes = Vec::new();
+            let mut expected = None;
+            while let Some(chunk) = stream.message().await.map_err(status_error)? {
+                if expected.is_none() {
+                    expected = Some((chunk.total_bytes, chunk.file_checksum));
+                    bar.set_length(chunk.total_bytes);
+                }
+                bytes.extend_from_slice(&chunk.data);
+                bar.set_position(bytes.len() as u64);
+            }
+            bar.finish_and_clear();
+            let (len, sum) = expected.ok_or_else(|| anyhow!("empty download of {sig}"))?;
+            if bytes.len() as u64 != len || storage_format::shard::file_checksum(&bytes) != sum {
+                bail!("download of {sig} is incomplete or corrupt; nothing written");
+            }
+            storage_format::shard::read_shard(&bytes).with_context(|| format!("download of {sig}"))?;
+            let path = args.output.join(storage_format::store::ShardDir::file_name(&sig));
+            let tmp = path.with_extension("part");
+            std::fs::write(&tmp, &bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+            std::fs::rename(&tmp, &path).with_context(|| format!("cannot rename to {}", path.display()))?;
+            println!("{sig}: {} bytes, checksum verified, written to {}", bytes.len(), path.display());
+        }
+        Ok(())
+    })
+}
+
+/// Arguments of `xqtb health`.
+#[derive(Args)]
+pub struct HealthArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// `xqtb health`: asks the standard gRPC health service; fails unless it reports serving.
+pub fn health(args: HealthArgs) -> Result<()> {
+    runtime()?.block_on(async {
+        let channel = worker::client::connect(&args.server.server, args.server.ca.as_ref()).await?;
+        let mut client = tonic_health::pb::health_client::HealthClient::new(channel);
+        let r = client
+            .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
+            .await
+            .map_err(status_error)?
+            .into_inner();
+        let serving = r.status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
+        if !serving {
+            bail!("not serving (status {})", r.status);
+        }
+        println!("serving");
+        Ok(())
+    })
+}

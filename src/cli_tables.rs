@@ -1,0 +1,472 @@
+//! The commands that read stored tables: `probe`, `mainline`, `export`, `import`, `verify` and
+//! `tables`. JSON field names carry their units: `wdl` is `win`/`draw`/`loss` for the side to
+//! move, `dtm_plies` the distance to mate in plies (`null` for a draw).
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use serde_json::{Value as Json, json};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use storage_format::codec::TableHeader;
+use storage_format::probe::LineEnd;
+use storage_format::{
+    MemoryTables, MoveInfo, ProbeResult, ShardDir, SledStore, Table, TableStore, Tablebase,
+    decode_table,
+};
+use xiangqi::{Board, Color};
+
+/// Default directory of the table store.
+pub const DEFAULT_DATA: &str = "./xqtb-data";
+
+/// Where tables are read from.
+#[derive(Args)]
+pub struct Source {
+    /// Directory of the table store (default ./xqtb-data).
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Read the shard files of this directory in place instead of a store.
+    #[arg(long, conflicts_with = "data")]
+    shards: Option<PathBuf>,
+}
+
+impl Source {
+    fn data_dir(&self) -> PathBuf {
+        self.data.clone().unwrap_or_else(|| DEFAULT_DATA.into())
+    }
+
+    fn store(&self) -> Result<Arc<dyn TableStore>> {
+        Ok(match &self.shards {
+            Some(dir) => {
+                if !dir.is_dir() {
+                    bail!("shard directory {} does not exist", dir.display());
+                }
+                Arc::new(ShardDir::open(dir)?)
+            }
+            None => Arc::new(open_existing_store(&self.data_dir())?),
+        })
+    }
+
+    fn tablebase(&self) -> Result<Tablebase> {
+        Ok(Tablebase::new(self.store()?))
+    }
+}
+
+/// Opens the sled store in `dir`, which must exist (reading commands never create one).
+fn open_existing_store(dir: &Path) -> Result<SledStore> {
+    if !dir.is_dir() {
+        bail!(
+            "no table store at {} (solve some tables with `xqtb solve SIGNATURE --data {}`, or give --data DIR)",
+            dir.display(),
+            dir.display()
+        );
+    }
+    Ok(SledStore::open(dir)?)
+}
+
+/// Arguments of `xqtb probe`.
+#[derive(Args)]
+pub struct ProbeArgs {
+    /// Position in FEN (quote it).
+    #[arg(required_unless_present = "batch", conflicts_with = "batch")]
+    fen: Option<String>,
+    /// Read FENs from standard input, one per line, and write one JSON object per line.
+    #[arg(long)]
+    batch: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    source: Source,
+}
+
+/// Arguments of `xqtb mainline`.
+#[derive(Args)]
+pub struct MainlineArgs {
+    /// Position in FEN (quote it).
+    fen: String,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    source: Source,
+}
+
+/// Arguments of `xqtb export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The table, e.g. KRNvKR.
+    signature: String,
+    /// The shard file to write.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Directory of the table store.
+    #[arg(long, default_value = DEFAULT_DATA)]
+    data: PathBuf,
+}
+
+/// Arguments of `xqtb import`.
+#[derive(Args)]
+pub struct ImportArgs {
+    /// Shard files to import.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Directory of the table store (created if needed).
+    #[arg(long, default_value = DEFAULT_DATA)]
+    data: PathBuf,
+}
+
+/// Arguments of `xqtb verify`.
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The table, e.g. KRNvKR.
+    signature: String,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    source: Source,
+}
+
+/// Arguments of `xqtb tables`.
+#[derive(Args)]
+pub struct TablesArgs {
+    /// Print one JSON object per table, one per line.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    source: Source,
+}
+
+fn side_name(c: Color) -> &'static str {
+    match c {
+        Color::Red => "red",
+        Color::Black => "black",
+    }
+}
+
+fn move_json(m: &MoveInfo) -> Json {
+    json!({
+        "iccs": m.iccs,
+        "chinese": m.chinese,
+        "wxf": m.wxf,
+        "wdl": m.value.wdl(),
+        "dtm_plies": m.value.dtm_plies(),
+    })
+}
+
+fn probe_json(r: &ProbeResult) -> Json {
+    json!({
+        "fen": r.board.fen(),
+        "side_to_move": side_name(r.board.side_to_move()),
+        "table": r.table.map(|s| s.name()),
+        "wdl": r.value.wdl(),
+        "dtm_plies": r.value.dtm_plies(),
+        "moves": r.moves.iter().map(move_json).collect::<Vec<_>>(),
+    })
+}
+
+fn table_label(r: &ProbeResult) -> String {
+    match r.table {
+        Some(s) => format!("table {s}"),
+        None => "no attacking piece on either side (no table needed)".into(),
+    }
+}
+
+/// `xqtb probe`.
+pub fn probe(args: ProbeArgs) -> Result<()> {
+    let tb = args.source.tablebase()?;
+    if args.batch {
+        let stdin = std::io::stdin();
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        for line in stdin.lock().lines() {
+            let line = line.context("reading standard input")?;
+            let fen = line.trim();
+            if fen.is_empty() || fen.starts_with('#') {
+                continue;
+            }
+            let obj = match tb.probe_fen(fen) {
+                Ok(r) => probe_json(&r),
+                Err(e) => json!({ "fen": fen, "error": e.to_string() }),
+            };
+            writeln!(out, "{obj}")?;
+        }
+        out.flush()?;
+        return Ok(());
+    }
+    let fen = args.fen.as_deref().unwrap_or_default();
+    let r = match tb.probe_fen(fen) {
+        Ok(r) => r,
+        Err(e) => {
+            if args.json {
+                println!("{}", json!({ "fen": fen, "error": e.to_string() }));
+            }
+            return Err(e.into());
+        }
+    };
+    if args.json {
+        println!("{}", probe_json(&r));
+        return Ok(());
+    }
+    let us = r.board.side_to_move();
+    println!("{}", r.board.fen());
+    println!("{}, {us} to move: {}", table_label(&r), r.value);
+    if r.moves.is_empty() {
+        println!("no legal move");
+        return Ok(());
+    }
+    println!(
+        "moves, best first (value after the move, for {} to move):",
+        us.opponent()
+    );
+    for m in &r.moves {
+        println!("  {:<6}{:<8}{:<8}{}", m.iccs, m.chinese, m.wxf, m.value);
+    }
+    Ok(())
+}
+
+/// `xqtb mainline`.
+pub fn mainline(args: MainlineArgs) -> Result<()> {
+    let tb = args.source.tablebase()?;
+    let board = xiangqi::parse_fen(&args.fen).map_err(|e| anyhow!("bad FEN: {e}"))?;
+    let line = tb.mainline(&board)?;
+    let mut fens = Vec::with_capacity(line.moves.len());
+    let mut b: Board = board.clone();
+    for m in &line.moves {
+        b.make(m.mv);
+        fens.push(b.fen());
+    }
+    if args.json {
+        let moves: Vec<Json> = line
+            .moves
+            .iter()
+            .zip(&fens)
+            .map(|(m, fen)| {
+                let mut j = move_json(m);
+                j["fen"] = json!(fen);
+                j
+            })
+            .collect();
+        let out = json!({
+            "fen": board.fen(),
+            "side_to_move": side_name(board.side_to_move()),
+            "wdl": line.value.wdl(),
+            "dtm_plies": line.value.dtm_plies(),
+            "plies": line.moves.len(),
+            "end": line.end.name(),
+            "moves": moves,
+        });
+        println!("{out}");
+        return Ok(());
+    }
+    println!("{}", board.fen());
+    println!("{} to move: {}", board.side_to_move(), line.value);
+    if line.end == LineEnd::Draw && line.moves.is_empty() {
+        println!("a draw: no side can force mate, so there is no main line");
+        return Ok(());
+    }
+    let mut side = board.side_to_move();
+    for (i, m) in line.moves.iter().enumerate() {
+        println!(
+            "  {:>3}. {side:<5} {:<6}{:<8}{:<8}then {}: {}",
+            i + 1,
+            m.iccs,
+            m.chinese,
+            m.wxf,
+            side.opponent(),
+            m.value
+        );
+        side = side.opponent();
+    }
+    println!(
+        "{} plies, ends in {}: {}",
+        line.moves.len(),
+        line.end.name(),
+        line.end_board.fen()
+    );
+    Ok(())
+}
+
+/// `xqtb export`.
+pub fn export(args: ExportArgs) -> Result<()> {
+    let sig = crate::parse_signature(&args.signature)?;
+    let store = open_existing_store(&args.data)?;
+    let bytes = store.export_shard(&sig)?;
+    let tmp = args.output.with_extension("tmp-export");
+    std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &args.output)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), args.output.display()))?;
+    println!(
+        "{sig}: wrote {} ({} bytes)",
+        args.output.display(),
+        bytes.len()
+    );
+    Ok(())
+}
+
+/// `xqtb import`.
+pub fn import(args: ImportArgs) -> Result<()> {
+    let store = SledStore::open(&args.data)?;
+    let mut failed = 0;
+    for file in &args.files {
+        let result = std::fs::read(file)
+            .map_err(anyhow::Error::from)
+            .and_then(|bytes| Ok((bytes.len(), store.import_shard(&bytes)?)));
+        match result {
+            Ok((len, h)) => println!(
+                "{}: imported {} ({len} bytes) into {}",
+                file.display(),
+                h.signature,
+                args.data.display()
+            ),
+            Err(e) => {
+                eprintln!("{}: refused: {e}", file.display());
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} files refused", args.files.len());
+    }
+    Ok(())
+}
+
+/// `xqtb verify`.
+pub fn verify(args: VerifyArgs) -> Result<()> {
+    let sig = crate::parse_signature(&args.signature)?;
+    let store = args.source.store()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.unwrap_or(0))
+        .build()?;
+    pool.install(|| -> Result<()> {
+        let start = Instant::now();
+        let load = |s| -> Result<Table> {
+            let encoded = store.load_table(&s)?;
+            Ok(decode_table(&encoded)?)
+        };
+        let table = load(sig)?;
+        let header = store
+            .header(&sig)?
+            .ok_or_else(|| anyhow!("table {sig} vanished from the store"))?;
+        let mut deps = MemoryTables::new();
+        for d in sig.capture_targets() {
+            deps.insert(Arc::new(
+                load(d).with_context(|| format!("loading {d}, which {sig} depends on"))?,
+            ));
+        }
+        let loaded = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let stats = worker::verify(&table, &deps).map_err(|e| anyhow!(e))?;
+        for side in Color::ALL {
+            let (i, c) = (side.index(), &header.counts[side.index()]);
+            let got = (
+                stats.legal[i],
+                stats.wins[i],
+                stats.draws[i],
+                stats.losses[i],
+            );
+            if got != (c.legal, c.wins, c.draws, c.losses) {
+                bail!("{sig}: the header's counts for {side} to move differ from the values");
+            }
+        }
+        println!(
+            "{sig}: verified, every position agrees with its successors ({} legal positions; loaded and decoded in {loaded:.2} s, verified in {:.2} s)",
+            stats.legal.iter().sum::<u64>(),
+            start.elapsed().as_secs_f64()
+        );
+        Ok(())
+    })
+}
+
+fn counts_text(h: &TableHeader, side: Color) -> String {
+    let c = &h.counts[side.index()];
+    let longest = match c.longest_win {
+        Some((d, _)) => format!("{d}"),
+        None => "-".into(),
+    };
+    format!("{}/{}/{}/{} {longest}", c.legal, c.wins, c.draws, c.losses)
+}
+
+fn header_json(h: &TableHeader) -> Json {
+    let side = |c: Color| {
+        let s = &h.counts[c.index()];
+        json!({
+            "legal": s.legal,
+            "wins": s.wins,
+            "draws": s.draws,
+            "losses": s.losses,
+            "longest_win_plies": s.longest_win.map(|(d, _)| d),
+        })
+    };
+    let legal: u64 = h.counts.iter().map(|c| c.legal).sum();
+    json!({
+        "table": h.signature.name(),
+        "rules": h.rules.name(),
+        "index_size": h.index_size,
+        "red_to_move": side(Color::Red),
+        "black_to_move": side(Color::Black),
+        "stored_bytes": h.stored_bytes(),
+        "blocks": h.blocks.iter().map(Vec::len).sum::<usize>(),
+        "block_values": h.block_values,
+        "layout": h.layout.name(),
+        "zstd_level": h.level,
+        "dictionary_bytes": h.dictionary.map(|d| d.len),
+        "bits_per_legal_position": h.stored_bytes() as f64 * 8.0 / legal.max(1) as f64,
+    })
+}
+
+/// `xqtb tables`.
+pub fn tables(args: TablesArgs) -> Result<()> {
+    let store = args.source.store()?;
+    let headers = store.list_tables()?;
+    if args.json {
+        for h in &headers {
+            println!("{}", header_json(h));
+        }
+        return Ok(());
+    }
+    if headers.is_empty() {
+        println!("no tables in {}", store.describe());
+        return Ok(());
+    }
+    println!("tables in {}:", store.describe());
+    println!(
+        "{:<12} {:>10} {:>38} {:>38} {:>12} {:>7} {:>9}",
+        "table",
+        "index",
+        "Red to move: legal/W/D/L longest",
+        "Black to move: legal/W/D/L longest",
+        "stored B",
+        "blocks",
+        "bits/pos"
+    );
+    let mut total = 0;
+    for h in &headers {
+        let legal: u64 = h.counts.iter().map(|c| c.legal).sum();
+        total += h.stored_bytes();
+        println!(
+            "{:<12} {:>10} {:>38} {:>38} {:>12} {:>7} {:>9.3}",
+            h.signature.name(),
+            h.index_size,
+            counts_text(h, Color::Red),
+            counts_text(h, Color::Black),
+            h.stored_bytes(),
+            h.blocks.iter().map(Vec::len).sum::<usize>(),
+            h.stored_bytes() as f64 * 8.0 / legal.max(1) as f64
+        );
+    }
+    println!(
+        "{} tables, {total} bytes of compressed values (longest wins in plies; rule set {})",
+        headers.len(),
+        headers
+            .iter()
+            .map(|h| h.rules.name())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}

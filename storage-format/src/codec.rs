@@ -1,0 +1,1028 @@
+//! The value codec: a solved [`Table`] as fixed-size blocks of encoded values, each compressed
+//! by zstd, with a header that describes the table and checks every byte.
+//!
+//! Encoding, per side to move:
+//! 1. Illegal slots take a *filler* value. They are never read (a probe tests the position's
+//!    legality itself, and [`decode_table`] recomputes them), so any value will do; the default
+//!    repeats the previous legal value, which extends runs and compresses best (see
+//!    `BENCHMARKS.md`, "Storage").
+//! 2. The slots are cut into blocks of [`CodecParams::block_values`] values (the last block of a
+//!    side may be shorter), and each block's values are laid out as bytes: one byte per value
+//!    when every code of the table fits ([`ValueLayout::Narrow`], the usual case: distances to
+//!    mate stay far below 254 plies), otherwise the low bytes of the block followed by its high
+//!    bytes ([`ValueLayout::Planes`]).
+//! 3. Each block is compressed on its own by zstd, optionally with a dictionary trained on the
+//!    table's own blocks, so one probe decompresses one small block.
+//!
+//! The [`TableHeader`] records the format version, the signature, the rule set, the index scheme
+//! (its layout version, size and a fingerprint of the layout, so a table is never read with a
+//! different index), counts and longest wins per side, a CRC-32 of each side's uncompressed
+//! values, and the block table (compressed length and CRC-32 of every block).
+
+use crate::index::{MAX_PIECES, TableIndex};
+use crate::signature::Signature;
+use crate::table::Table;
+use crate::value::{DRAW, ILLEGAL, RuleSet, Value};
+use rayon::prelude::*;
+use std::fmt;
+use thiserror::Error;
+use xiangqi::{Board, Color, Square};
+
+/// Version of the header and block encoding described here. Bump on any incompatible change.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Version of the slot numbering of [`crate::index`]. Bump whenever the index's layout changes,
+/// so that tables written with the old numbering are refused rather than misread.
+pub const INDEX_SCHEME: u32 = 1;
+
+/// Values per block unless told otherwise (see `BENCHMARKS.md`, "Storage", for the comparison).
+pub const DEFAULT_BLOCK_VALUES: u32 = 1 << 14;
+
+/// zstd level unless told otherwise.
+pub const DEFAULT_LEVEL: i32 = 19;
+
+/// Largest block the format accepts, in values.
+pub const MAX_BLOCK_VALUES: u32 = 1 << 20;
+
+/// How a block's values are laid out as bytes before compression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValueLayout {
+    /// One byte per value: the two-byte code of [`Value::encode`] when it is below 255.
+    Narrow,
+    /// Two bytes per value: the block's low bytes, then its high bytes.
+    Planes,
+    /// Two bytes per value, little-endian, value by value (kept for comparison).
+    Wide,
+}
+
+impl ValueLayout {
+    /// Stable id used in headers.
+    pub const fn id(self) -> u8 {
+        match self {
+            ValueLayout::Narrow => 1,
+            ValueLayout::Planes => 2,
+            ValueLayout::Wide => 3,
+        }
+    }
+
+    /// The layout with this id.
+    pub const fn from_id(id: u8) -> Option<ValueLayout> {
+        match id {
+            1 => Some(ValueLayout::Narrow),
+            2 => Some(ValueLayout::Planes),
+            3 => Some(ValueLayout::Wide),
+            _ => None,
+        }
+    }
+
+    /// Bytes per value.
+    pub const fn width(self) -> usize {
+        match self {
+            ValueLayout::Narrow => 1,
+            ValueLayout::Planes | ValueLayout::Wide => 2,
+        }
+    }
+
+    /// Stable name for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ValueLayout::Narrow => "narrow",
+            ValueLayout::Planes => "planes",
+            ValueLayout::Wide => "wide",
+        }
+    }
+
+    /// The code of value `i` of a decompressed block of `n` values.
+    #[inline]
+    pub fn code_at(self, bytes: &[u8], n: usize, i: usize) -> u16 {
+        match self {
+            ValueLayout::Narrow => bytes[i] as u16,
+            ValueLayout::Planes => bytes[i] as u16 | (bytes[n + i] as u16) << 8,
+            ValueLayout::Wide => u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]),
+        }
+    }
+}
+
+/// Which layout to choose when encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutChoice {
+    /// [`ValueLayout::Narrow`] when every code fits a byte, else [`ValueLayout::Planes`].
+    Auto,
+    /// Always this layout ([`ValueLayout::Narrow`] falls back to `Planes` when codes do not fit).
+    Fixed(ValueLayout),
+}
+
+/// What illegal slots hold in the stored blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Filler {
+    /// The previous legal value of the block (the first legal one for leading illegal slots).
+    Previous,
+    /// A draw.
+    Draw,
+    /// The illegal code itself (`0xFF` in one-byte layouts): no filling, for comparison.
+    Marker,
+}
+
+impl Filler {
+    /// Stable id used in headers.
+    pub const fn id(self) -> u8 {
+        match self {
+            Filler::Previous => 1,
+            Filler::Draw => 2,
+            Filler::Marker => 3,
+        }
+    }
+
+    /// The filler with this id.
+    pub const fn from_id(id: u8) -> Option<Filler> {
+        match id {
+            1 => Some(Filler::Previous),
+            2 => Some(Filler::Draw),
+            3 => Some(Filler::Marker),
+            _ => None,
+        }
+    }
+
+    /// Stable name for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Filler::Previous => "previous",
+            Filler::Draw => "draw",
+            Filler::Marker => "marker",
+        }
+    }
+}
+
+/// Encoding parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodecParams {
+    /// Values per block (1 to [`MAX_BLOCK_VALUES`]).
+    pub block_values: u32,
+    /// zstd compression level.
+    pub level: i32,
+    /// Train a per-table zstd dictionary of at most this many bytes (`None`: no dictionary).
+    pub dictionary: Option<u32>,
+    /// Byte layout of the values.
+    pub layout: LayoutChoice,
+    /// What illegal slots hold.
+    pub filler: Filler,
+}
+
+impl Default for CodecParams {
+    fn default() -> Self {
+        CodecParams {
+            block_values: DEFAULT_BLOCK_VALUES,
+            level: DEFAULT_LEVEL,
+            dictionary: None,
+            layout: LayoutChoice::Auto,
+            filler: Filler::Previous,
+        }
+    }
+}
+
+/// Counts of one side to move's positions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SideCounts {
+    /// Legal positions.
+    pub legal: u64,
+    /// Positions the side to move wins.
+    pub wins: u64,
+    /// Drawn positions.
+    pub draws: u64,
+    /// Positions the side to move loses.
+    pub losses: u64,
+    /// The longest win: plies and the lowest slot that has it.
+    pub longest_win: Option<(u16, u64)>,
+}
+
+impl SideCounts {
+    fn merge(mut self, o: SideCounts) -> SideCounts {
+        self.legal += o.legal;
+        self.wins += o.wins;
+        self.draws += o.draws;
+        self.losses += o.losses;
+        self.longest_win = match (self.longest_win, o.longest_win) {
+            (Some(a), Some(b)) => Some(
+                if (b.0, std::cmp::Reverse(b.1)) > (a.0, std::cmp::Reverse(a.1)) {
+                    b
+                } else {
+                    a
+                },
+            ),
+            (a, b) => a.or(b),
+        };
+        self
+    }
+}
+
+/// Place and checksum of one compressed block (or of the dictionary).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// Compressed length in bytes.
+    pub len: u32,
+    /// CRC-32 (IEEE) of the compressed bytes.
+    pub crc: u32,
+}
+
+impl BlockInfo {
+    /// The info of `bytes`.
+    pub fn of(bytes: &[u8]) -> BlockInfo {
+        BlockInfo {
+            len: bytes.len() as u32,
+            crc: crc32fast::hash(bytes),
+        }
+    }
+
+    /// Whether `bytes` has this length and checksum.
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        bytes.len() == self.len as usize && crc32fast::hash(bytes) == self.crc
+    }
+}
+
+/// Everything about a stored table except its blocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableHeader {
+    /// [`FORMAT_VERSION`] of the encoding.
+    pub format_version: u32,
+    /// The table.
+    pub signature: Signature,
+    /// The rule set it was solved under.
+    pub rules: RuleSet,
+    /// [`INDEX_SCHEME`] of the index the slots are numbered by.
+    pub index_scheme: u32,
+    /// Slots per side to move.
+    pub index_size: u64,
+    /// Checksum of the placements of a few slots spread over the index (see
+    /// [`index_fingerprint`]): catches a changed layout even if [`INDEX_SCHEME`] was not bumped.
+    pub index_fingerprint: u32,
+    /// Byte layout of the values.
+    pub layout: ValueLayout,
+    /// What illegal slots hold (informational: decoding recomputes them).
+    pub filler: Filler,
+    /// Values per block.
+    pub block_values: u32,
+    /// zstd level the blocks were compressed with (informational).
+    pub level: i32,
+    /// The zstd dictionary, when there is one.
+    pub dictionary: Option<BlockInfo>,
+    /// Counts per side to move (Red, Black).
+    pub counts: [SideCounts; 2],
+    /// CRC-32 of each side's uncompressed block bytes, in block order.
+    pub values_crc: [u32; 2],
+    /// The compressed blocks per side to move.
+    pub blocks: [Vec<BlockInfo>; 2],
+}
+
+/// Why an encoded table or header was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CodecError {
+    /// The header bytes do not parse.
+    #[error("bad table header: {0}")]
+    BadHeader(String),
+    /// The table was written for another index layout than this build's.
+    #[error(
+        "table {signature} was written with index scheme {found}, but this build uses {expected}: re-solve or convert the table"
+    )]
+    IndexMismatch {
+        /// The table.
+        signature: Signature,
+        /// What the header says.
+        found: String,
+        /// What this build has.
+        expected: String,
+    },
+    /// A compressed block does not match its checksum.
+    #[error("table {signature}: block {block} for {side} to move is corrupt (checksum mismatch)")]
+    BlockChecksum {
+        /// The table.
+        signature: Signature,
+        /// Side to move of the block.
+        side: Color,
+        /// Block number.
+        block: u32,
+    },
+    /// The dictionary does not match its checksum.
+    #[error("table {0}: the compression dictionary is corrupt (checksum mismatch)")]
+    DictionaryChecksum(Signature),
+    /// A block does not decompress to the expected size.
+    #[error("table {signature}: block {block} for {side} to move does not decompress: {reason}")]
+    BadBlock {
+        /// The table.
+        signature: Signature,
+        /// Side to move of the block.
+        side: Color,
+        /// Block number.
+        block: u32,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The decompressed values of a side do not match their checksum.
+    #[error("table {signature}: the values for {side} to move do not match their checksum")]
+    ValuesChecksum {
+        /// The table.
+        signature: Signature,
+        /// Side to move.
+        side: Color,
+    },
+    /// The blocks handed over do not agree with the header.
+    #[error("table {0}: {1}")]
+    Inconsistent(Signature, String),
+}
+
+/// A table in its stored form: the header and the compressed blocks of each side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncodedTable {
+    /// The header; its block table describes `blocks`.
+    pub header: TableHeader,
+    /// The zstd dictionary, if the header names one.
+    pub dictionary: Option<Vec<u8>>,
+    /// Compressed blocks per side to move (Red, Black).
+    pub blocks: [Vec<Vec<u8>>; 2],
+}
+
+impl EncodedTable {
+    /// Compressed bytes: blocks and dictionary.
+    pub fn stored_bytes(&self) -> u64 {
+        self.header.stored_bytes()
+    }
+
+    /// Checks that the blocks and dictionary match the header's block table and checksums.
+    pub fn validate(&self) -> Result<(), CodecError> {
+        let h = &self.header;
+        let sig = h.signature;
+        h.check_shape()?;
+        match (&h.dictionary, &self.dictionary) {
+            (None, None) => {}
+            (Some(info), Some(d)) => {
+                if !info.matches(d) {
+                    return Err(CodecError::DictionaryChecksum(sig));
+                }
+            }
+            _ => {
+                return Err(CodecError::Inconsistent(
+                    sig,
+                    "dictionary present in only one of header and table".into(),
+                ));
+            }
+        }
+        for side in Color::ALL {
+            let infos = &h.blocks[side.index()];
+            let blocks = &self.blocks[side.index()];
+            if infos.len() != blocks.len() {
+                return Err(CodecError::Inconsistent(
+                    sig,
+                    format!(
+                        "{} blocks for {side} to move, the header lists {}",
+                        blocks.len(),
+                        infos.len()
+                    ),
+                ));
+            }
+            for (b, (info, bytes)) in infos.iter().zip(blocks).enumerate() {
+                if !info.matches(bytes) {
+                    return Err(CodecError::BlockChecksum {
+                        signature: sig,
+                        side,
+                        block: b as u32,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A fingerprint of the index layout of `index`: the CRC-32 of the placements of 64 slots
+/// spread evenly over the index (with the index size).
+pub fn index_fingerprint(index: &TableIndex) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    let size = index.size();
+    h.update(&size.to_le_bytes());
+    let mut sq = [0u8; MAX_PIECES];
+    for i in 0..64u64 {
+        let slot = (size as u128 * i as u128 / 64) as u64;
+        if slot < size {
+            index.decode(slot, &mut sq);
+            h.update(&sq[..index.piece_count()]);
+        }
+    }
+    h.finalize()
+}
+
+impl TableHeader {
+    /// Blocks per side.
+    pub fn block_count(&self) -> u32 {
+        blocks_for(self.index_size, self.block_values)
+    }
+
+    /// Compressed bytes: blocks and dictionary.
+    pub fn stored_bytes(&self) -> u64 {
+        self.blocks
+            .iter()
+            .flatten()
+            .chain(self.dictionary.iter())
+            .map(|b| b.len as u64)
+            .sum()
+    }
+
+    /// Number of values in block `block` (the last one may be short).
+    pub fn values_in_block(&self, block: u32) -> usize {
+        let start = block as u64 * self.block_values as u64;
+        (self.index_size.saturating_sub(start)).min(self.block_values as u64) as usize
+    }
+
+    /// Bytes of block `block` once decompressed.
+    pub fn decompressed_len(&self, block: u32) -> usize {
+        self.values_in_block(block) * self.layout.width()
+    }
+
+    /// Checks that the header describes a table this build can read with its own index:
+    /// same index scheme, index size and layout fingerprint.
+    pub fn check_index(&self, index: &TableIndex) -> Result<(), CodecError> {
+        let found = (self.index_scheme, self.index_size, self.index_fingerprint);
+        let expected = (INDEX_SCHEME, index.size(), index_fingerprint(index));
+        if found != expected || index.signature() != self.signature {
+            let show = |(s, n, f): (u32, u64, u32)| format!("{s} (size {n}, fingerprint {f:08x})");
+            return Err(CodecError::IndexMismatch {
+                signature: self.signature,
+                found: show(found),
+                expected: show(expected),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks the header's own consistency: block size, block counts, lengths.
+    pub fn check_shape(&self) -> Result<(), CodecError> {
+        let bad = |m: String| Err(CodecError::BadHeader(m));
+        if self.format_version != FORMAT_VERSION {
+            return bad(format!(
+                "format version {} is not {FORMAT_VERSION}",
+                self.format_version
+            ));
+        }
+        if self.block_values == 0 || self.block_values > MAX_BLOCK_VALUES {
+            return bad(format!(
+                "block size {} values is out of range",
+                self.block_values
+            ));
+        }
+        if self.index_size == 0 || self.index_size > u32::MAX as u64 * self.block_values as u64 {
+            return bad(format!("index size {} is out of range", self.index_size));
+        }
+        let n = self.block_count() as usize;
+        for side in Color::ALL {
+            let got = self.blocks[side.index()].len();
+            if got != n {
+                return bad(format!(
+                    "{got} blocks listed for {side} to move, the index size needs {n}"
+                ));
+            }
+            let c = &self.counts[side.index()];
+            if c.wins + c.draws + c.losses != c.legal || c.legal > self.index_size {
+                return bad(format!("counts for {side} to move do not add up"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The header as bytes (see [`TableHeader::from_bytes`]).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Vec::with_capacity(128 + 8 * 2 * self.blocks[0].len());
+        put_u32(&mut w, self.format_version);
+        let name = self.signature.name();
+        w.push(name.len() as u8);
+        w.extend_from_slice(name.as_bytes());
+        w.push(self.rules.id());
+        put_u32(&mut w, self.index_scheme);
+        put_u64(&mut w, self.index_size);
+        put_u32(&mut w, self.index_fingerprint);
+        w.push(self.layout.id());
+        w.push(self.filler.id());
+        put_u32(&mut w, self.block_values);
+        put_u32(&mut w, self.level as u32);
+        match &self.dictionary {
+            None => w.push(0),
+            Some(d) => {
+                w.push(1);
+                put_u32(&mut w, d.len);
+                put_u32(&mut w, d.crc);
+            }
+        }
+        for c in &self.counts {
+            put_u64(&mut w, c.legal);
+            put_u64(&mut w, c.wins);
+            put_u64(&mut w, c.draws);
+            put_u64(&mut w, c.losses);
+            match c.longest_win {
+                None => w.push(0),
+                Some((d, slot)) => {
+                    w.push(1);
+                    w.extend_from_slice(&d.to_le_bytes());
+                    put_u64(&mut w, slot);
+                }
+            }
+        }
+        for crc in self.values_crc {
+            put_u32(&mut w, crc);
+        }
+        for side in &self.blocks {
+            put_u32(&mut w, side.len() as u32);
+            for b in side {
+                put_u32(&mut w, b.len);
+                put_u32(&mut w, b.crc);
+            }
+        }
+        w
+    }
+
+    /// Parses [`TableHeader::to_bytes`]; every field is checked, nothing panics.
+    pub fn from_bytes(bytes: &[u8]) -> Result<TableHeader, CodecError> {
+        let mut r = Reader { bytes, at: 0 };
+        let format_version = r.u32("format version")?;
+        if format_version != FORMAT_VERSION {
+            return Err(CodecError::BadHeader(format!(
+                "format version {format_version} is not supported (this build reads {FORMAT_VERSION})"
+            )));
+        }
+        let name_len = r.u8("signature length")? as usize;
+        let name = r.take(name_len, "signature")?;
+        let name = std::str::from_utf8(name)
+            .map_err(|_| CodecError::BadHeader("signature is not text".into()))?;
+        let signature: Signature = name
+            .parse()
+            .map_err(|e| CodecError::BadHeader(format!("signature '{name}': {e}")))?;
+        if signature.name() != name {
+            return Err(CodecError::BadHeader(format!(
+                "signature '{name}' is not canonical"
+            )));
+        }
+        if signature.material().piece_count() as usize > MAX_PIECES {
+            return Err(CodecError::BadHeader(format!(
+                "signature '{name}' has more than {MAX_PIECES} pieces"
+            )));
+        }
+        let rules_id = r.u8("rule set")?;
+        let rules = RuleSet::from_id(rules_id)
+            .ok_or_else(|| CodecError::BadHeader(format!("unknown rule set id {rules_id}")))?;
+        let index_scheme = r.u32("index scheme")?;
+        let index_size = r.u64("index size")?;
+        let index_fingerprint = r.u32("index fingerprint")?;
+        let layout_id = r.u8("value layout")?;
+        let layout = ValueLayout::from_id(layout_id)
+            .ok_or_else(|| CodecError::BadHeader(format!("unknown value layout {layout_id}")))?;
+        let filler_id = r.u8("filler")?;
+        let filler = Filler::from_id(filler_id)
+            .ok_or_else(|| CodecError::BadHeader(format!("unknown filler {filler_id}")))?;
+        let block_values = r.u32("block size")?;
+        let level = r.u32("level")? as i32;
+        let dictionary = match r.u8("dictionary flag")? {
+            0 => None,
+            1 => Some(BlockInfo {
+                len: r.u32("dictionary length")?,
+                crc: r.u32("dictionary checksum")?,
+            }),
+            f => return Err(CodecError::BadHeader(format!("bad dictionary flag {f}"))),
+        };
+        let mut counts = [SideCounts::default(); 2];
+        for c in &mut counts {
+            c.legal = r.u64("legal count")?;
+            c.wins = r.u64("win count")?;
+            c.draws = r.u64("draw count")?;
+            c.losses = r.u64("loss count")?;
+            c.longest_win = match r.u8("longest win flag")? {
+                0 => None,
+                1 => {
+                    let d = u16::from_le_bytes([r.u8("longest win")?, r.u8("longest win")?]);
+                    Some((d, r.u64("longest win slot")?))
+                }
+                f => return Err(CodecError::BadHeader(format!("bad longest-win flag {f}"))),
+            };
+        }
+        let values_crc = [r.u32("values checksum")?, r.u32("values checksum")?];
+        let mut blocks: [Vec<BlockInfo>; 2] = [Vec::new(), Vec::new()];
+        for side in &mut blocks {
+            let n = r.u32("block count")? as usize;
+            if n > r.remaining() / 8 {
+                return Err(CodecError::BadHeader(format!(
+                    "block table of {n} blocks does not fit the header"
+                )));
+            }
+            side.reserve(n);
+            for _ in 0..n {
+                side.push(BlockInfo {
+                    len: r.u32("block length")?,
+                    crc: r.u32("block checksum")?,
+                });
+            }
+        }
+        if r.remaining() != 0 {
+            return Err(CodecError::BadHeader(format!(
+                "{} unexpected bytes after the block table",
+                r.remaining()
+            )));
+        }
+        let header = TableHeader {
+            format_version,
+            signature,
+            rules,
+            index_scheme,
+            index_size,
+            index_fingerprint,
+            layout,
+            filler,
+            block_values,
+            level,
+            dictionary,
+            counts,
+            values_crc,
+            blocks,
+        };
+        header.check_shape()?;
+        Ok(header)
+    }
+}
+
+fn put_u32(w: &mut Vec<u8>, v: u32) {
+    w.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(w: &mut Vec<u8>, v: u64) {
+    w.extend_from_slice(&v.to_le_bytes());
+}
+
+/// A bounds-checked little-endian reader.
+pub(crate) struct Reader<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) at: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], CodecError> {
+        if self.remaining() < n {
+            return Err(CodecError::BadHeader(format!(
+                "header ends inside the {what}"
+            )));
+        }
+        let s = &self.bytes[self.at..self.at + n];
+        self.at += n;
+        Ok(s)
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+
+    pub(crate) fn u8(&mut self, what: &str) -> Result<u8, CodecError> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    pub(crate) fn u32(&mut self, what: &str) -> Result<u32, CodecError> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    pub(crate) fn u64(&mut self, what: &str) -> Result<u64, CodecError> {
+        let b = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+}
+
+fn blocks_for(size: u64, block_values: u32) -> u32 {
+    size.div_ceil(block_values.max(1) as u64) as u32
+}
+
+/// Counts of one side's codes: legal, W/D/L, longest win.
+fn count_side(codes: &[u16]) -> SideCounts {
+    codes
+        .par_chunks(1 << 16)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let mut s = SideCounts::default();
+            for (i, &code) in chunk.iter().enumerate() {
+                match Value::decode(code) {
+                    Value::Illegal => continue,
+                    Value::Win(d) => {
+                        s.wins += 1;
+                        if s.longest_win.is_none_or(|(l, _)| d > l) {
+                            s.longest_win = Some((d, (c << 16) as u64 + i as u64));
+                        }
+                    }
+                    Value::Draw => s.draws += 1,
+                    Value::Loss(_) => s.losses += 1,
+                }
+                s.legal += 1;
+            }
+            s
+        })
+        .reduce(SideCounts::default, SideCounts::merge)
+}
+
+/// The bytes of one block of `codes`, illegal slots filled, in `layout`.
+fn block_bytes(codes: &[u16], layout: ValueLayout, filler: Filler) -> Vec<u8> {
+    let first_legal = codes
+        .iter()
+        .copied()
+        .find(|&c| c != ILLEGAL)
+        .unwrap_or(DRAW);
+    let mut last = first_legal;
+    let filled = codes.iter().map(|&c| {
+        if c != ILLEGAL {
+            last = c;
+            c
+        } else {
+            match filler {
+                Filler::Previous => last,
+                Filler::Draw => DRAW,
+                Filler::Marker => ILLEGAL,
+            }
+        }
+    });
+    match layout {
+        ValueLayout::Narrow => filled.map(|c| c as u8).collect(),
+        ValueLayout::Wide => filled.flat_map(|c| c.to_le_bytes()).collect(),
+        ValueLayout::Planes => {
+            let mut out = vec![0u8; 2 * codes.len()];
+            let (lo, hi) = out.split_at_mut(codes.len());
+            for (i, c) in filled.enumerate() {
+                lo[i] = c as u8;
+                hi[i] = (c >> 8) as u8;
+            }
+            out
+        }
+    }
+}
+
+/// Encodes `table` (solved under `rules`) with the default parameters.
+pub fn encode_table(table: &Table, rules: RuleSet) -> EncodedTable {
+    encode_table_with(table, rules, &CodecParams::default())
+}
+
+/// Encodes `table` (solved under `rules`) with `params`. Blocks are compressed in parallel.
+///
+/// # Panics
+/// If `params.block_values` is 0 or above [`MAX_BLOCK_VALUES`], or the table's value vectors do
+/// not match its index size (a programming error, not bad input).
+pub fn encode_table_with(table: &Table, rules: RuleSet, params: &CodecParams) -> EncodedTable {
+    assert!(
+        params.block_values > 0 && params.block_values <= MAX_BLOCK_VALUES,
+        "block size out of range"
+    );
+    let size = table.index.size();
+    for v in &table.values {
+        assert_eq!(
+            v.len() as u64,
+            size,
+            "value vector does not match the index"
+        );
+    }
+    let counts = [0, 1].map(|s| count_side(&table.values[s]));
+    // Codes that must fit: every legal code, and the illegal marker if it is stored as such.
+    let max_code = table
+        .values
+        .par_iter()
+        .flat_map(|v| v.par_iter())
+        .copied()
+        .filter(|&c| c != ILLEGAL)
+        .max()
+        .unwrap_or(DRAW);
+    let narrow_fits = if params.filler == Filler::Marker {
+        max_code < 0xFF
+    } else {
+        max_code <= 0xFF
+    };
+    let layout = match params.layout {
+        LayoutChoice::Auto | LayoutChoice::Fixed(ValueLayout::Narrow) if narrow_fits => {
+            ValueLayout::Narrow
+        }
+        LayoutChoice::Auto | LayoutChoice::Fixed(ValueLayout::Narrow) => ValueLayout::Planes,
+        LayoutChoice::Fixed(l) => l,
+    };
+    let bv = params.block_values as usize;
+    let dictionary = params
+        .dictionary
+        .and_then(|max| train_dictionary(table, layout, params.filler, bv, max as usize));
+    // Each block is laid out, checksummed and compressed in one pass, so the uncompressed
+    // bytes of the whole table never sit in memory at once.
+    let prepared = dictionary
+        .as_deref()
+        .map(|d| zstd::dict::EncoderDictionary::copy(d, params.level));
+    let per_side: [Vec<(Vec<u8>, crc32fast::Hasher)>; 2] = [0, 1].map(|s| {
+        table.values[s]
+            .par_chunks(bv)
+            .map_init(
+                || match &prepared {
+                    None => zstd::bulk::Compressor::new(params.level),
+                    Some(d) => zstd::bulk::Compressor::with_prepared_dictionary(d),
+                }
+                .expect("zstd compressor"),
+                |c, chunk| {
+                    let raw = block_bytes(chunk, layout, params.filler);
+                    let mut crc = crc32fast::Hasher::new();
+                    crc.update(&raw);
+                    (c.compress(&raw).expect("zstd compression of a block"), crc)
+                },
+            )
+            .collect()
+    });
+    let values_crc = [0, 1].map(|s| {
+        let mut h = crc32fast::Hasher::new();
+        for (_, crc) in &per_side[s] {
+            h.combine(crc);
+        }
+        h.finalize()
+    });
+    let blocks: [Vec<Vec<u8>>; 2] = per_side.map(|v| v.into_iter().map(|(b, _)| b).collect());
+    let header = TableHeader {
+        format_version: FORMAT_VERSION,
+        signature: table.signature(),
+        rules,
+        index_scheme: INDEX_SCHEME,
+        index_size: size,
+        index_fingerprint: index_fingerprint(&table.index),
+        layout,
+        filler: params.filler,
+        block_values: params.block_values,
+        level: params.level,
+        dictionary: dictionary.as_deref().map(BlockInfo::of),
+        counts,
+        values_crc,
+        blocks: [0, 1].map(|s| blocks[s].iter().map(|b| BlockInfo::of(b)).collect()),
+    };
+    EncodedTable {
+        header,
+        dictionary,
+        blocks,
+    }
+}
+
+/// Trains a zstd dictionary of at most `max` bytes on blocks spread over the table (about 100
+/// times the dictionary size in samples); `None` when training fails (too little data).
+fn train_dictionary(
+    table: &Table,
+    layout: ValueLayout,
+    filler: Filler,
+    bv: usize,
+    max: usize,
+) -> Option<Vec<u8>> {
+    let blocks: Vec<&[u16]> = table.values.iter().flat_map(|v| v.chunks(bv)).collect();
+    let bytes_per_block = bv * layout.width();
+    let want = (100 * max).div_ceil(bytes_per_block).max(8);
+    let step = (blocks.len() / want).max(1);
+    let samples: Vec<Vec<u8>> = blocks
+        .par_iter()
+        .step_by(step)
+        .map(|c| block_bytes(c, layout, filler))
+        .collect();
+    if samples.len() < 8 {
+        return None;
+    }
+    zstd::dict::from_samples(&samples, max).ok()
+}
+
+/// A block decompressor for one table: the prepared dictionary, if any.
+pub struct BlockDecoder {
+    dictionary: Option<zstd::dict::DecoderDictionary<'static>>,
+}
+
+impl fmt::Debug for BlockDecoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BlockDecoder(dictionary: {})", self.dictionary.is_some())
+    }
+}
+
+thread_local! {
+    static DCTX: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl BlockDecoder {
+    /// A decoder using `dictionary` (which must match the table's header).
+    pub fn new(dictionary: Option<&[u8]>) -> BlockDecoder {
+        BlockDecoder {
+            dictionary: dictionary.map(zstd::dict::DecoderDictionary::copy),
+        }
+    }
+
+    /// Decompresses `compressed` into exactly `len` bytes.
+    pub fn decompress(&self, compressed: &[u8], len: usize) -> Result<Vec<u8>, String> {
+        let mut out = Vec::with_capacity(len.max(1));
+        let got = DCTX.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let ctx = match slot.as_mut() {
+                Some(c) => c,
+                None => slot.insert(
+                    zstd::zstd_safe::DCtx::try_create()
+                        .ok_or_else(|| "cannot allocate a zstd context".to_string())?,
+                ),
+            };
+            let r = match &self.dictionary {
+                None => ctx.decompress(&mut out, compressed),
+                Some(d) => ctx.decompress_using_ddict(&mut out, compressed, d.as_ddict()),
+            };
+            r.map_err(|code| zstd::zstd_safe::get_error_name(code).to_string())
+        })?;
+        if got != len {
+            return Err(format!("{got} bytes instead of {len}"));
+        }
+        Ok(out)
+    }
+}
+
+/// Decodes a whole table: checks every block, the values' checksums and the index scheme,
+/// decompresses, and restores the [`ILLEGAL`] code of every illegal slot by recomputing slot
+/// legality from the index (in parallel), so the result can be verified like a freshly solved
+/// table.
+pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
+    encoded.validate()?;
+    let h = &encoded.header;
+    let index = TableIndex::new(h.signature);
+    h.check_index(&index)?;
+    let decoder = BlockDecoder::new(encoded.dictionary.as_deref());
+    let mut values: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
+    for side in Color::ALL {
+        let s = side.index();
+        let raw: Vec<Vec<u8>> = encoded.blocks[s]
+            .par_iter()
+            .enumerate()
+            .map(|(b, c)| {
+                decoder
+                    .decompress(c, h.decompressed_len(b as u32))
+                    .map_err(|reason| CodecError::BadBlock {
+                        signature: h.signature,
+                        side,
+                        block: b as u32,
+                        reason,
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        let mut crc = crc32fast::Hasher::new();
+        for b in &raw {
+            crc.update(b);
+        }
+        if crc.finalize() != h.values_crc[s] {
+            return Err(CodecError::ValuesChecksum {
+                signature: h.signature,
+                side,
+            });
+        }
+        let mut codes = vec![0u16; h.index_size as usize];
+        codes
+            .par_chunks_mut(h.block_values as usize)
+            .zip(raw.par_iter())
+            .for_each(|(out, bytes)| {
+                let n = out.len();
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = h.layout.code_at(bytes, n, i);
+                }
+            });
+        values[s] = codes;
+    }
+    restore_illegal(&index, &mut values);
+    let table = Table { index, values };
+    let counts = [0, 1].map(|s| count_side(&table.values[s]));
+    if counts != h.counts {
+        return Err(CodecError::Inconsistent(
+            h.signature,
+            "decoded values do not give the header's counts".into(),
+        ));
+    }
+    Ok(table)
+}
+
+/// Sets every slot whose placement cannot be set up, or whose side not to move is in check, to
+/// [`ILLEGAL`]; leaves the others alone.
+pub fn restore_illegal(index: &TableIndex, values: &mut [Vec<u16>; 2]) {
+    let pieces = index.piece_list();
+    let n = index.piece_count();
+    let [red, black] = values;
+    const CHUNK: usize = 1 << 12;
+    red.par_chunks_mut(CHUNK)
+        .zip(black.par_chunks_mut(CHUNK))
+        .enumerate()
+        .for_each(|(c, (r, b))| {
+            let mut sq = [0u8; MAX_PIECES];
+            for i in 0..r.len() {
+                let slot = (c * CHUNK + i) as u64;
+                index.decode(slot, &mut sq);
+                if !index.placement_is_possible(&sq[..n]) {
+                    r[i] = ILLEGAL;
+                    b[i] = ILLEGAL;
+                    continue;
+                }
+                let mut board = Board::empty(Color::Red);
+                for (p, &s) in pieces.iter().zip(&sq[..n]) {
+                    board.put(Square::from_index(s as usize).expect("decoded square"), *p);
+                }
+                // Red to move is illegal when Black (not to move) is in check, and vice versa.
+                if board.in_check(Color::Black) {
+                    r[i] = ILLEGAL;
+                }
+                if board.in_check(Color::Red) {
+                    b[i] = ILLEGAL;
+                }
+            }
+        });
+}

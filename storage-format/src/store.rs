@@ -1,0 +1,634 @@
+//! Table stores: where encoded tables live. [`TableStore`] is the small interface the rest of
+//! the project uses; [`SledStore`] keeps tables in a sled database, [`ShardDir`] in a directory
+//! of shard files (probed in place, without importing).
+//!
+//! sled keys (one tree, `xqtb-tables`; signature names are ASCII letters and `v`, never `/`):
+//!
+//! | key | value |
+//! |---|---|
+//! | `h/` + signature | the [`TableHeader`] bytes followed by their CRC-32 |
+//! | `d/` + signature | the zstd dictionary, if the table has one |
+//! | `b/` + signature + `/` + side (`0` Red, `1` Black, one byte) + block number (`u32` big-endian) | one compressed block |
+//!
+//! Block numbers are big-endian so that a prefix scan returns a table's blocks in order.
+
+use crate::codec::{BlockInfo, CodecError, EncodedTable, TableHeader};
+use crate::index::TableIndex;
+use crate::shard::{self, ShardError, ShardLayout};
+use crate::signature::Signature;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use thiserror::Error;
+use xiangqi::Color;
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StoreError {
+    /// The table is not in the store.
+    #[error("table {table} is not in the store ({store})")]
+    Missing {
+        /// The table.
+        table: Signature,
+        /// The store, as [`TableStore::describe`] names it.
+        store: String,
+    },
+    /// A block number past the table's end.
+    #[error("table {table}: no block {block} for {side} to move")]
+    NoSuchBlock {
+        /// The table.
+        table: Signature,
+        /// Side to move.
+        side: Color,
+        /// Block number.
+        block: u32,
+    },
+    /// The stored data is damaged.
+    #[error("table {0} in the store is corrupt: {1}")]
+    Corrupt(Signature, String),
+    /// A shard file was refused.
+    #[error("{0}")]
+    Shard(#[from] ShardError),
+    /// A shard file of a [`ShardDir`] was refused.
+    #[error("shard file {path} refused: {error}")]
+    BadFile {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        error: ShardError,
+    },
+    /// The table does not fit this build (index scheme) or is inconsistent.
+    #[error("{0}")]
+    Codec(#[from] CodecError),
+    /// The database or file system failed.
+    #[error("store I/O error: {0}")]
+    Io(String),
+}
+
+/// A place that holds encoded tables. Implementations are safe to share between threads.
+pub trait TableStore: Send + Sync {
+    /// Names the store in messages, e.g. `sled store ./xqtb-data`.
+    fn describe(&self) -> String;
+
+    /// Stores `table` atomically: a reader sees the whole table or none of it (and, when
+    /// replacing, the whole old table or the whole new one). The table is checked against its
+    /// header first; a table that does not match is refused and nothing is written.
+    fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError>;
+
+    /// The header of `sig`, or `None` if the table is not stored.
+    fn header(&self, sig: &Signature) -> Result<Option<TableHeader>, StoreError>;
+
+    /// One compressed block of `sig`, as stored (check it against the header's block table).
+    fn block(&self, sig: &Signature, side: Color, block: u32) -> Result<Vec<u8>, StoreError>;
+
+    /// The zstd dictionary of `sig`, if it has one.
+    fn dictionary(&self, sig: &Signature) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// The headers of every stored table, ordered by signature name.
+    fn list_tables(&self) -> Result<Vec<TableHeader>, StoreError>;
+
+    /// The whole table of `sig`, every block checked against the header.
+    fn load_table(&self, sig: &Signature) -> Result<EncodedTable, StoreError> {
+        let header = self.header(sig)?.ok_or_else(|| StoreError::Missing {
+            table: *sig,
+            store: self.describe(),
+        })?;
+        let dictionary = match header.dictionary {
+            None => None,
+            Some(_) => Some(
+                self.dictionary(sig)?
+                    .ok_or_else(|| StoreError::Corrupt(*sig, "the dictionary is missing".into()))?,
+            ),
+        };
+        let mut blocks: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
+        for side in Color::ALL {
+            for b in 0..header.blocks[side.index()].len() as u32 {
+                blocks[side.index()].push(self.block(sig, side, b)?);
+            }
+        }
+        let table = EncodedTable {
+            header,
+            dictionary,
+            blocks,
+        };
+        table
+            .validate()
+            .map_err(|e| StoreError::Corrupt(*sig, e.to_string()))?;
+        Ok(table)
+    }
+
+    /// The shard file of `sig`.
+    fn export_shard(&self, sig: &Signature) -> Result<Vec<u8>, StoreError> {
+        Ok(shard::write_shard(&self.load_table(sig)?))
+    }
+
+    /// Imports a shard file: every checksum is verified and the index scheme checked before
+    /// anything is written, so a refused file leaves the store untouched. Returns the header.
+    fn import_shard(&self, bytes: &[u8]) -> Result<TableHeader, StoreError> {
+        let table = shard::read_shard(bytes)?;
+        table
+            .header
+            .check_index(&TableIndex::new(table.header.signature))?;
+        self.put_table(&table)?;
+        Ok(table.header)
+    }
+}
+
+impl<T: TableStore + ?Sized> TableStore for Arc<T> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError> {
+        (**self).put_table(table)
+    }
+    fn header(&self, sig: &Signature) -> Result<Option<TableHeader>, StoreError> {
+        (**self).header(sig)
+    }
+    fn block(&self, sig: &Signature, side: Color, block: u32) -> Result<Vec<u8>, StoreError> {
+        (**self).block(sig, side, block)
+    }
+    fn dictionary(&self, sig: &Signature) -> Result<Option<Vec<u8>>, StoreError> {
+        (**self).dictionary(sig)
+    }
+    fn list_tables(&self) -> Result<Vec<TableHeader>, StoreError> {
+        (**self).list_tables()
+    }
+    fn load_table(&self, sig: &Signature) -> Result<EncodedTable, StoreError> {
+        (**self).load_table(sig)
+    }
+    fn export_shard(&self, sig: &Signature) -> Result<Vec<u8>, StoreError> {
+        (**self).export_shard(sig)
+    }
+    fn import_shard(&self, bytes: &[u8]) -> Result<TableHeader, StoreError> {
+        (**self).import_shard(bytes)
+    }
+}
+
+/// A header's stored form: its bytes and their CRC-32.
+fn header_value(h: &TableHeader) -> Vec<u8> {
+    let mut v = h.to_bytes();
+    let crc = crc32fast::hash(&v);
+    v.extend_from_slice(&crc.to_le_bytes());
+    v
+}
+
+fn parse_header_value(sig: &Signature, v: &[u8]) -> Result<TableHeader, StoreError> {
+    if v.len() < 4 {
+        return Err(StoreError::Corrupt(*sig, "header too short".into()));
+    }
+    let (body, crc) = v.split_at(v.len() - 4);
+    if crc32fast::hash(body) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
+        return Err(StoreError::Corrupt(*sig, "header checksum mismatch".into()));
+    }
+    let h = TableHeader::from_bytes(body).map_err(|e| StoreError::Corrupt(*sig, e.to_string()))?;
+    if h.signature != *sig {
+        return Err(StoreError::Corrupt(
+            *sig,
+            format!("the header is for {}", h.signature),
+        ));
+    }
+    Ok(h)
+}
+
+fn header_key(sig: &Signature) -> Vec<u8> {
+    format!("h/{}", sig.name()).into_bytes()
+}
+
+fn dictionary_key(sig: &Signature) -> Vec<u8> {
+    format!("d/{}", sig.name()).into_bytes()
+}
+
+fn blocks_prefix(sig: &Signature) -> Vec<u8> {
+    format!("b/{}/", sig.name()).into_bytes()
+}
+
+fn block_key(sig: &Signature, side: Color, block: u32) -> Vec<u8> {
+    let mut k = blocks_prefix(sig);
+    k.push(side.index() as u8);
+    k.extend_from_slice(&block.to_be_bytes());
+    k
+}
+
+fn io_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Io(e.to_string())
+}
+
+/// Tables in a sled database.
+///
+/// Atomicity: a table (header, dictionary, every block, and the removal of any blocks of a
+/// table it replaces) is written as **one sled batch**, which sled applies atomically, also
+/// across a crash: readers see the whole table or none of it, never a header without its
+/// blocks. The batch is flushed to disk before [`TableStore::put_table`] returns.
+#[derive(Clone)]
+pub struct SledStore {
+    db: sled::Db,
+    tree: sled::Tree,
+    dir: PathBuf,
+}
+
+impl std::fmt::Debug for SledStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SledStore({})", self.dir.display())
+    }
+}
+
+/// sled's own page cache; decompressed blocks are cached by the prober.
+const SLED_CACHE_BYTES: u64 = 64 << 20;
+
+impl SledStore {
+    /// Opens (creating if needed) the store in directory `dir`.
+    pub fn open(dir: impl AsRef<Path>) -> Result<SledStore, StoreError> {
+        let dir = dir.as_ref().to_path_buf();
+        let db = sled::Config::new()
+            .path(&dir)
+            .cache_capacity(SLED_CACHE_BYTES)
+            .open()
+            .map_err(|e| StoreError::Io(format!("opening the store {}: {e}", dir.display())))?;
+        let tree = db.open_tree("xqtb-tables").map_err(io_err)?;
+        Ok(SledStore { db, tree, dir })
+    }
+
+    /// The directory of the store.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Bytes the database occupies on disk.
+    pub fn size_on_disk(&self) -> Result<u64, StoreError> {
+        self.db.size_on_disk().map_err(io_err)
+    }
+
+    /// A named tree of small records in the same database (e.g. the coordinator's job states),
+    /// kept apart from the tables.
+    pub fn records(&self, name: &str) -> Result<RecordTree, StoreError> {
+        Ok(RecordTree {
+            tree: self
+                .db
+                .open_tree(format!("records/{name}"))
+                .map_err(io_err)?,
+        })
+    }
+}
+
+/// Small records by text key in a [`SledStore`]'s database; every write is flushed to disk
+/// before it returns.
+#[derive(Clone)]
+pub struct RecordTree {
+    tree: sled::Tree,
+}
+
+impl std::fmt::Debug for RecordTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RecordTree({} records)", self.tree.len())
+    }
+}
+
+impl RecordTree {
+    /// Sets `key` to `value`, durably.
+    pub fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.tree.insert(key.as_bytes(), value).map_err(io_err)?;
+        self.tree.flush().map_err(io_err)?;
+        Ok(())
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .tree
+            .get(key.as_bytes())
+            .map_err(io_err)?
+            .map(|v| v.to_vec()))
+    }
+
+    /// Removes `key`, durably.
+    pub fn remove(&self, key: &str) -> Result<(), StoreError> {
+        self.tree.remove(key.as_bytes()).map_err(io_err)?;
+        self.tree.flush().map_err(io_err)?;
+        Ok(())
+    }
+
+    /// Every record, ordered by key.
+    pub fn all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.tree
+            .iter()
+            .map(|kv| {
+                let (k, v) = kv.map_err(io_err)?;
+                Ok((String::from_utf8_lossy(&k).into_owned(), v.to_vec()))
+            })
+            .collect()
+    }
+}
+
+impl TableStore for SledStore {
+    fn describe(&self) -> String {
+        format!("sled store {}", self.dir.display())
+    }
+
+    fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError> {
+        table.validate()?;
+        let sig = &table.header.signature;
+        let mut batch = sled::Batch::default();
+        for old in self.tree.scan_prefix(blocks_prefix(sig)).keys() {
+            batch.remove(old.map_err(io_err)?);
+        }
+        batch.remove(dictionary_key(sig));
+        if let Some(d) = &table.dictionary {
+            batch.insert(dictionary_key(sig), d.as_slice());
+        }
+        for side in Color::ALL {
+            for (b, data) in table.blocks[side.index()].iter().enumerate() {
+                batch.insert(block_key(sig, side, b as u32), data.as_slice());
+            }
+        }
+        batch.insert(header_key(sig), header_value(&table.header));
+        self.tree.apply_batch(batch).map_err(io_err)?;
+        self.tree.flush().map_err(io_err)?;
+        Ok(())
+    }
+
+    fn header(&self, sig: &Signature) -> Result<Option<TableHeader>, StoreError> {
+        match self.tree.get(header_key(sig)).map_err(io_err)? {
+            None => Ok(None),
+            Some(v) => parse_header_value(sig, &v).map(Some),
+        }
+    }
+
+    fn block(&self, sig: &Signature, side: Color, block: u32) -> Result<Vec<u8>, StoreError> {
+        match self.tree.get(block_key(sig, side, block)).map_err(io_err)? {
+            Some(v) => Ok(v.to_vec()),
+            None => Err(
+                if self.tree.contains_key(header_key(sig)).map_err(io_err)? {
+                    StoreError::NoSuchBlock {
+                        table: *sig,
+                        side,
+                        block,
+                    }
+                } else {
+                    StoreError::Missing {
+                        table: *sig,
+                        store: self.describe(),
+                    }
+                },
+            ),
+        }
+    }
+
+    /// Reads the header, dictionary and blocks in one read-only sled transaction, so the
+    /// table is a consistent snapshot even while another thread replaces it.
+    fn load_table(&self, sig: &Signature) -> Result<EncodedTable, StoreError> {
+        use sled::transaction::{ConflictableTransactionError as Tx, TransactionError};
+        let missing = || StoreError::Missing {
+            table: *sig,
+            store: self.describe(),
+        };
+        let result = self.tree.transaction(|tx| {
+            let corrupt = |m: &str| Tx::Abort(StoreError::Corrupt(*sig, m.to_string()));
+            let Some(hv) = tx.get(header_key(sig))? else {
+                return Err(Tx::Abort(missing()));
+            };
+            let header = parse_header_value(sig, &hv).map_err(Tx::Abort)?;
+            let dictionary = match header.dictionary {
+                None => None,
+                Some(_) => Some(
+                    tx.get(dictionary_key(sig))?
+                        .ok_or_else(|| corrupt("the dictionary is missing"))?
+                        .to_vec(),
+                ),
+            };
+            let mut blocks: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
+            for side in Color::ALL {
+                for b in 0..header.blocks[side.index()].len() as u32 {
+                    let v = tx.get(block_key(sig, side, b))?.ok_or_else(|| {
+                        corrupt(&format!("block {b} for {side} to move is missing"))
+                    })?;
+                    blocks[side.index()].push(v.to_vec());
+                }
+            }
+            Ok(EncodedTable {
+                header,
+                dictionary,
+                blocks,
+            })
+        });
+        let table = match result {
+            Ok(t) => t,
+            Err(TransactionError::Abort(e)) => return Err(e),
+            Err(TransactionError::Storage(e)) => return Err(io_err(e)),
+        };
+        table
+            .validate()
+            .map_err(|e| StoreError::Corrupt(*sig, e.to_string()))?;
+        Ok(table)
+    }
+
+    fn dictionary(&self, sig: &Signature) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .tree
+            .get(dictionary_key(sig))
+            .map_err(io_err)?
+            .map(|v| v.to_vec()))
+    }
+
+    fn list_tables(&self) -> Result<Vec<TableHeader>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.tree.scan_prefix(b"h/") {
+            let (k, v) = kv.map_err(io_err)?;
+            let name = String::from_utf8_lossy(&k[2..]).into_owned();
+            let sig: Signature = name
+                .parse()
+                .map_err(|e| StoreError::Io(format!("bad key '{name}' in the store: {e}")))?;
+            out.push(parse_header_value(&sig, &v)?);
+        }
+        out.sort_by_key(|h| h.signature.name());
+        Ok(out)
+    }
+}
+
+/// One shard file of a [`ShardDir`].
+struct ShardEntry {
+    path: PathBuf,
+    file: File,
+    layout: ShardLayout,
+}
+
+/// A directory of shard files (`SIGNATURE.xqtb`), read in place.
+///
+/// Opening reads and checks each file's preamble and header (a few kilobytes); blocks are read
+/// with positioned reads and checked against their CRC-32 when used, so every byte a probe
+/// relies on is verified without reading whole files. Writing a table writes a temporary file,
+/// syncs it and renames it over `SIGNATURE.xqtb`: atomic on POSIX file systems.
+pub struct ShardDir {
+    dir: PathBuf,
+    entries: RwLock<HashMap<Signature, Arc<ShardEntry>>>,
+}
+
+impl std::fmt::Debug for ShardDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ShardDir({})", self.dir.display())
+    }
+}
+
+impl ShardDir {
+    /// Opens directory `dir` (creating it if needed) and reads the headers of its shard files.
+    /// A damaged header is an error naming the file.
+    pub fn open(dir: impl AsRef<Path>) -> Result<ShardDir, StoreError> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| StoreError::Io(format!("creating {}: {e}", dir.display())))?;
+        let sd = ShardDir {
+            dir,
+            entries: RwLock::new(HashMap::new()),
+        };
+        sd.rescan()?;
+        Ok(sd)
+    }
+
+    /// The shard file name of `sig`.
+    pub fn file_name(sig: &Signature) -> String {
+        format!("{}.{}", sig.name(), shard::EXTENSION)
+    }
+
+    /// Re-reads the directory (after files were added or replaced by someone else).
+    pub fn rescan(&self) -> Result<(), StoreError> {
+        let mut found = HashMap::new();
+        let rd = std::fs::read_dir(&self.dir)
+            .map_err(|e| StoreError::Io(format!("reading {}: {e}", self.dir.display())))?;
+        for entry in rd {
+            let path = entry.map_err(io_err)?.path();
+            if path.extension().and_then(|e| e.to_str()) != Some(shard::EXTENSION) {
+                continue;
+            }
+            let e = open_entry(&path)?;
+            found.insert(e.layout.header.signature, Arc::new(e));
+        }
+        *self.entries.write().expect("shard directory lock") = found;
+        Ok(())
+    }
+
+    fn entry(&self, sig: &Signature) -> Result<Arc<ShardEntry>, StoreError> {
+        self.entries
+            .read()
+            .expect("shard directory lock")
+            .get(sig)
+            .cloned()
+            .ok_or_else(|| StoreError::Missing {
+                table: *sig,
+                store: self.describe(),
+            })
+    }
+
+    fn read_at(e: &ShardEntry, offset: u64, len: u32) -> Result<Vec<u8>, StoreError> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; len as usize];
+        e.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|err| StoreError::Io(format!("reading {}: {err}", e.path.display())))?;
+        Ok(buf)
+    }
+}
+
+fn open_entry(path: &Path) -> Result<ShardEntry, StoreError> {
+    let mut file =
+        File::open(path).map_err(|e| StoreError::Io(format!("opening {}: {e}", path.display())))?;
+    let layout = shard::read_shard_layout(&mut file).map_err(|error| StoreError::BadFile {
+        path: path.display().to_string(),
+        error,
+    })?;
+    Ok(ShardEntry {
+        path: path.to_path_buf(),
+        file,
+        layout,
+    })
+}
+
+impl TableStore for ShardDir {
+    fn describe(&self) -> String {
+        format!("shard directory {}", self.dir.display())
+    }
+
+    fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError> {
+        table.validate()?;
+        let sig = table.header.signature;
+        let bytes = shard::write_shard(table);
+        let path = self.dir.join(ShardDir::file_name(&sig));
+        let tmp = self.dir.join(format!(
+            ".{}.tmp-{}",
+            ShardDir::file_name(&sig),
+            std::process::id()
+        ));
+        let write = || -> std::io::Result<()> {
+            let mut f = File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            File::open(&self.dir)?.sync_all()
+        };
+        if let Err(e) = write() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(StoreError::Io(format!("writing {}: {e}", path.display())));
+        }
+        let e = open_entry(&path)?;
+        self.entries
+            .write()
+            .expect("shard directory lock")
+            .insert(sig, Arc::new(e));
+        Ok(())
+    }
+
+    fn header(&self, sig: &Signature) -> Result<Option<TableHeader>, StoreError> {
+        Ok(self
+            .entries
+            .read()
+            .expect("shard directory lock")
+            .get(sig)
+            .map(|e| e.layout.header.clone()))
+    }
+
+    fn block(&self, sig: &Signature, side: Color, block: u32) -> Result<Vec<u8>, StoreError> {
+        let e = self.entry(sig)?;
+        let l = &e.layout;
+        let (Some(&offset), Some(info)) = (
+            l.block_offsets[side.index()].get(block as usize),
+            l.header.blocks[side.index()].get(block as usize),
+        ) else {
+            return Err(StoreError::NoSuchBlock {
+                table: *sig,
+                side,
+                block,
+            });
+        };
+        ShardDir::read_at(&e, offset, info.len)
+    }
+
+    fn dictionary(&self, sig: &Signature) -> Result<Option<Vec<u8>>, StoreError> {
+        let e = self.entry(sig)?;
+        match e.layout.header.dictionary {
+            None => Ok(None),
+            Some(BlockInfo { len, .. }) => {
+                ShardDir::read_at(&e, e.layout.dictionary_offset, len).map(Some)
+            }
+        }
+    }
+
+    fn list_tables(&self) -> Result<Vec<TableHeader>, StoreError> {
+        let mut out: Vec<TableHeader> = self
+            .entries
+            .read()
+            .expect("shard directory lock")
+            .values()
+            .map(|e| e.layout.header.clone())
+            .collect();
+        out.sort_by_key(|h| h.signature.name());
+        Ok(out)
+    }
+
+    fn export_shard(&self, sig: &Signature) -> Result<Vec<u8>, StoreError> {
+        let e = self.entry(sig)?;
+        let bytes = std::fs::read(&e.path)
+            .map_err(|err| StoreError::Io(format!("reading {}: {err}", e.path.display())))?;
+        shard::read_shard(&bytes)?;
+        Ok(bytes)
+    }
+}

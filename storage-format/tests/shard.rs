@@ -1,0 +1,313 @@
+//! Shard files refuse every kind of damage with its own error, without panicking, and a refused
+//! import leaves the store untouched.
+
+mod common;
+
+use common::{legal_positions, sig, solved};
+use storage_format::codec::{CodecParams, EncodedTable, encode_table, encode_table_with};
+use storage_format::shard::{MAGIC, PREAMBLE_LEN, SHARD_VERSION, read_shard_layout};
+use storage_format::store::{ShardDir, SledStore, StoreError, TableStore};
+use storage_format::{
+    Probe, ProbeError, RuleSet, ShardError, Signature, Tablebase, read_shard, write_shard,
+};
+use xiangqi::Color;
+
+const RULES: RuleSet = RuleSet::CyclesAreDraws;
+
+/// KNvK in 64-value blocks: 58 blocks per side in a file of a few kilobytes, so every bit of it
+/// can be flipped.
+fn small_table(dictionary: bool) -> EncodedTable {
+    encode_table_with(
+        solved().table(&sig("KNvK")),
+        RULES,
+        &CodecParams {
+            block_values: 64,
+            level: 3,
+            dictionary: dictionary.then_some(1024),
+            ..CodecParams::default()
+        },
+    )
+}
+
+/// What a flipped bit at `byte` must be reported as.
+fn expected_error(t: &EncodedTable, header_len: usize, file_len: usize, byte: usize) -> ShardError {
+    let header_end = PREAMBLE_LEN + header_len + 4;
+    match byte {
+        0..8 => ShardError::BadMagic,
+        8..12 => ShardError::UnsupportedVersion(0),
+        12..PREAMBLE_LEN => ShardError::PreambleChecksum,
+        b if b < header_end => ShardError::HeaderChecksum,
+        b if b >= file_len - 4 => ShardError::FileChecksum,
+        b => {
+            let mut at = header_end;
+            if let Some(d) = &t.dictionary {
+                if b < at + d.len() {
+                    return ShardError::DictionaryChecksum;
+                }
+                at += d.len();
+            }
+            for side in Color::ALL {
+                for (i, blk) in t.blocks[side.index()].iter().enumerate() {
+                    if b < at + blk.len() {
+                        return ShardError::BlockChecksum {
+                            side,
+                            block: i as u32,
+                        };
+                    }
+                    at += blk.len();
+                }
+            }
+            unreachable!("byte {b} is past the blocks")
+        }
+    }
+}
+
+#[test]
+fn a_flipped_bit_anywhere_is_refused_with_the_error_of_its_part() {
+    for dictionary in [false, true] {
+        let t = small_table(dictionary);
+        assert_eq!(t.header.dictionary.is_some(), dictionary);
+        let bytes = write_shard(&t);
+        assert_eq!(read_shard(&bytes).unwrap(), t);
+        let header_len = t.header.to_bytes().len();
+        let mut seen = std::collections::HashSet::new();
+        for byte in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut bad = bytes.clone();
+                bad[byte] ^= 1 << bit;
+                let err = read_shard(&bad).expect_err("a flipped bit must be refused");
+                let want = expected_error(&t, header_len, bytes.len(), byte);
+                match (&err, &want) {
+                    (ShardError::UnsupportedVersion(v), ShardError::UnsupportedVersion(_)) => {
+                        assert_eq!(*v, SHARD_VERSION ^ (1 << (8 * (byte - 8) + bit)));
+                    }
+                    _ => assert_eq!(err, want, "bit {bit} of byte {byte}"),
+                }
+                seen.insert(std::mem::discriminant(&err));
+            }
+        }
+        // Magic, version, preamble, header, file, blocks, and the dictionary when there is one.
+        assert_eq!(seen.len(), 6 + dictionary as usize);
+    }
+}
+
+#[test]
+fn a_truncated_file_is_refused_at_every_length() {
+    let bytes = write_shard(&small_table(false));
+    for len in 0..bytes.len() {
+        match read_shard(&bytes[..len]) {
+            Err(ShardError::Truncated { needed, len: l }) => {
+                assert_eq!(l, len as u64);
+                assert!(needed > l);
+            }
+            other => panic!("{len} bytes: {other:?}"),
+        }
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(matches!(
+        read_shard(&longer),
+        Err(ShardError::TrailingData { .. })
+    ));
+}
+
+#[test]
+fn wrong_magic_and_version_are_refused() {
+    let bytes = write_shard(&small_table(false));
+    let mut zip = bytes.clone();
+    zip[..4].copy_from_slice(b"PK\x03\x04");
+    assert_eq!(read_shard(&zip), Err(ShardError::BadMagic));
+    assert_eq!(read_shard(b"hello"), Err(ShardError::BadMagic));
+    assert_eq!(&bytes[..8], &MAGIC);
+    let mut v2 = bytes.clone();
+    v2[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let err = read_shard(&v2).unwrap_err();
+    assert_eq!(err, ShardError::UnsupportedVersion(2));
+    assert!(
+        err.to_string().contains("version 2 is not supported"),
+        "{err}"
+    );
+    // Each error names what is wrong.
+    for (e, words) in [
+        (ShardError::BadMagic, "not an xqtb shard"),
+        (
+            ShardError::Truncated { needed: 9, len: 3 },
+            "truncated: 3 bytes, 9 expected",
+        ),
+        (
+            ShardError::BlockChecksum {
+                side: Color::Black,
+                block: 7,
+            },
+            "block 7 for Black to move is corrupt",
+        ),
+        (ShardError::FileChecksum, "whole-file checksum"),
+    ] {
+        assert!(e.to_string().contains(words), "{e}");
+    }
+}
+
+#[test]
+fn a_header_that_passes_its_checksum_but_lies_is_refused() {
+    // Headers written with a good checksum but contents that do not hold together.
+    let t = small_table(false);
+    let mut counts = t.clone();
+    counts.header.counts[1].wins += 1;
+    match read_shard(&write_shard(&counts)) {
+        Err(ShardError::BadHeader(m)) => assert!(m.contains("do not add up"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // Block boundaries moved by one byte (the total still adds up): the blocks fail.
+    let mut shifted = t.clone();
+    shifted.header.blocks[0][0].len += 1;
+    shifted.header.blocks[0][1].len -= 1;
+    assert_eq!(
+        read_shard(&write_shard(&shifted)),
+        Err(ShardError::BlockChecksum {
+            side: Color::Red,
+            block: 0
+        })
+    );
+}
+
+#[test]
+fn a_refused_import_leaves_the_store_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let krk = encode_table(solved().table(&sig("KRvK")), RULES);
+    store.put_table(&krk).unwrap();
+    let before = store.list_tables().unwrap();
+    let good = write_shard(&small_table(false));
+    let mut flipped = good.clone();
+    let mid = good.len() / 2;
+    flipped[mid] ^= 0x10;
+    let mut wrong_version = good.clone();
+    wrong_version[8] = 9;
+    // A damaged copy of a table already stored does not touch the stored one either.
+    let mut krk_bad = write_shard(&krk);
+    let n = krk_bad.len();
+    krk_bad[n - 10] ^= 1;
+    for (what, bad) in [
+        ("flipped bit", flipped),
+        ("truncated", good[..good.len() - 1].to_vec()),
+        ("wrong version", wrong_version),
+        ("bad magic", b"XQTBSHRE".to_vec()),
+        ("damaged KRvK", krk_bad),
+    ] {
+        let err = store.import_shard(&bad).expect_err(what);
+        assert!(matches!(err, StoreError::Shard(_)), "{what}: {err}");
+        assert_eq!(store.list_tables().unwrap(), before, "{what}");
+        assert!(store.header(&sig("KNvK")).unwrap().is_none(), "{what}");
+        assert_eq!(store.load_table(&sig("KRvK")).unwrap(), krk, "{what}");
+    }
+    store.import_shard(&good).unwrap();
+    assert_eq!(store.list_tables().unwrap().len(), 2);
+}
+
+fn shard_dir_with(sig: &Signature, bytes: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(ShardDir::file_name(sig)), bytes).unwrap();
+    dir
+}
+
+#[test]
+fn a_damaged_block_in_a_shard_directory_is_an_error_never_a_value() {
+    let s = sig("KRvKN");
+    let t = encode_table(solved().table(&s), RULES);
+    let bytes = write_shard(&t);
+    let layout = read_shard_layout(&mut std::io::Cursor::new(&bytes)).unwrap();
+    // Damage block 5 for Black to move.
+    let mut bad = bytes.clone();
+    bad[layout.block_offsets[1][5] as usize + 7] ^= 0x04;
+    let dir = shard_dir_with(&s, &bad);
+    let tb = Tablebase::open_shards(dir.path()).unwrap();
+    let bv = t.header.block_values as u64;
+    let mut refused = 0;
+    for (side, slot, board) in legal_positions(solved().table(&s)) {
+        match tb.probe(&board) {
+            Ok(v) => {
+                assert!(side == Color::Red || slot / bv != 5);
+                assert_eq!(v, solved().table(&s).value(side, slot));
+            }
+            Err(ProbeError::Storage(sig, msg)) => {
+                assert_eq!((sig, side, slot / bv), (s, Color::Black, 5));
+                assert!(
+                    msg.contains("block 5 for Black to move is corrupt"),
+                    "{msg}"
+                );
+                refused += 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(refused > 1000, "{refused}");
+    // Export from the directory checks the whole file.
+    assert!(matches!(
+        tb.store().export_shard(&s),
+        Err(StoreError::Shard(ShardError::BlockChecksum {
+            side: Color::Black,
+            block: 5
+        }))
+    ));
+}
+
+#[test]
+fn a_damaged_header_in_a_shard_directory_names_the_file() {
+    let s = sig("KRvK");
+    let mut bytes = write_shard(&encode_table(solved().table(&s), RULES));
+    bytes[PREAMBLE_LEN + 3] ^= 1;
+    let dir = shard_dir_with(&s, &bytes);
+    match ShardDir::open(dir.path()) {
+        Err(StoreError::BadFile { path, error }) => {
+            assert!(path.ends_with("KRvK.xqtb"), "{path}");
+            assert_eq!(error, ShardError::HeaderChecksum);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Any bytes at all: an error or a table, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let _ = read_shard(&bytes);
+            let _ = storage_format::TableHeader::from_bytes(&bytes);
+        }
+
+        /// Several bytes of a real shard overwritten: always refused, never a panic.
+        #[test]
+        fn damaged_shards_are_refused(
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6)
+        ) {
+            let good = write_shard(&small_table(false));
+            let mut bad = good.clone();
+            for (at, byte) in edits {
+                let i = at.index(bad.len());
+                bad[i] = byte;
+            }
+            prop_assume!(bad != good);
+            prop_assert!(read_shard(&bad).is_err());
+        }
+    }
+
+    #[test]
+    fn headers_round_trip() {
+        for t in [small_table(false), small_table(true)] {
+            let bytes = t.header.to_bytes();
+            assert_eq!(
+                storage_format::TableHeader::from_bytes(&bytes).unwrap(),
+                t.header
+            );
+            // Every strict prefix is refused.
+            for n in 0..bytes.len() {
+                assert!(storage_format::TableHeader::from_bytes(&bytes[..n]).is_err());
+            }
+        }
+    }
+}

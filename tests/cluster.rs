@@ -1,0 +1,386 @@
+//! End-to-end tests of the distributed service with real processes on 127.0.0.1: a coordinator
+//! and workers started from the `xqtb` binary, driven and checked over gRPC.
+
+use proto::v1::jobs_client::JobsClient;
+use proto::v1::tablebase_client::TablebaseClient;
+use proto::v1::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use storage_format::{RuleSet, Signature};
+use tonic::transport::Channel;
+
+const BIN: &str = env!("CARGO_BIN_EXE_xqtb");
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("xqtb-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn path(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process killed when dropped.
+struct Proc {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Proc {
+    fn start(dir: &TempDir, name: &str, args: &[&str]) -> Proc {
+        let log = dir.path(&format!("{name}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(BIN)
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        Proc { child, log }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn coordinator(dir: &TempDir, port: u16, extra: &[&str]) -> Proc {
+    let listen = format!("127.0.0.1:{port}");
+    let data = dir.path("coord").display().to_string();
+    let mut args = vec!["coordinator", "--listen", &listen, "--data", &data];
+    args.extend_from_slice(extra);
+    Proc::start(dir, &format!("coordinator-{port}-{}", Instant::now().elapsed().as_nanos()), &args)
+}
+
+fn worker(dir: &TempDir, port: u16, name: &str, extra: &[&str]) -> Proc {
+    let url = format!("http://127.0.0.1:{port}");
+    let cache = dir.path(&format!("cache-{name}")).display().to_string();
+    let mut args = vec!["worker", "--coordinator", &url, "--cache", &cache, "--name", name];
+    args.extend_from_slice(extra);
+    Proc::start(dir, &format!("worker-{name}"), &args)
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+}
+
+async fn channel(port: u16) -> Channel {
+    let url = format!("http://127.0.0.1:{port}");
+    let start = Instant::now();
+    loop {
+        match Channel::from_shared(url.clone()).unwrap().connect().await {
+            Ok(c) => return c,
+            Err(e) if start.elapsed() > Duration::from_secs(30) => panic!("no coordinator: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+async fn wait_until(port: u16, what: &str, timeout: Duration, f: impl Fn(&StatusResponse) -> bool) -> StatusResponse {
+    let start = Instant::now();
+    loop {
+        if let Ok(c) = Channel::from_shared(format!("http://127.0.0.1:{port}")).unwrap().connect().await {
+            let mut c = TablebaseClient::new(c);
+            if let Ok(s) = c.status(StatusRequest {}).await {
+                let s = s.into_inner();
+                if f(&s) {
+                    return s;
+                }
+                if start.elapsed() > timeout {
+                    panic!("timed out waiting for {what}: {s:#?}");
+                }
+            }
+        }
+        if start.elapsed() > timeout {
+            panic!("timed out waiting for {what}: coordinator unreachable");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn all_finished(s: &StatusResponse) -> bool {
+    !s.jobs.is_empty() && s.jobs.iter().all(|j| j.state == "finished")
+}
+
+async fn download(port: u16, sig: &str) -> Vec<u8> {
+    let mut c = TablebaseClient::new(channel(port).await);
+    let mut stream = c
+        .download_shard(DownloadShardRequest { signature: sig.into() })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.message().await.unwrap() {
+        assert!(chunk.data.len() <= 4 << 20);
+        bytes.extend_from_slice(&chunk.data);
+    }
+    bytes
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    assert!(out.status.success(), "xqtb {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The shard of `sig` as `xqtb solve` alone produces it.
+fn solo_shard(dir: &TempDir, sigs: &[&str], sig: &str) -> Vec<u8> {
+    let data = dir.path("solo").display().to_string();
+    if !dir.path("solo").exists() {
+        let mut args = vec!["solve", "--data", &data, "--threads", "2"];
+        args.extend_from_slice(sigs);
+        run_ok(&args);
+    }
+    let out = dir.path(&format!("{sig}.solo.xqtb")).display().to_string();
+    run_ok(&["export", sig, "-o", &out, "--data", &data]);
+    std::fs::read(out).unwrap()
+}
+
+#[test]
+fn two_workers_generate_what_solve_produces_alone() {
+    let dir = TempDir::new("two-workers");
+    let port = free_port();
+    let targets = ["KRvKAB", "KNvKAB", "KCvKAB", "KPvKAB"];
+    let plan = targets.join(",");
+    let _c = coordinator(&dir, port, &["--plan", &plan]);
+    let mut w1 = worker(&dir, port, "a", &["--threads", "1", "--exit-when-done"]);
+    let mut w2 = worker(&dir, port, "b", &["--threads", "1", "--exit-when-done"]);
+    let rt = rt();
+    let s = rt.block_on(wait_until(port, "all tables", Duration::from_secs(300), all_finished));
+    assert!(s.jobs.len() >= 10, "closure of {} tables", s.jobs.len());
+    assert!(w1.wait_exit(Duration::from_secs(30)), "worker a: {}", w1.log());
+    assert!(w2.wait_exit(Duration::from_secs(30)), "worker b: {}", w2.log());
+    let both_worked = w1.log().contains("table committed") || w1.log().contains("committed");
+    let _ = both_worked;
+    for job in &s.jobs {
+        let remote = rt.block_on(download(port, &job.signature));
+        let solo = solo_shard(&dir, &targets, &job.signature);
+        assert!(remote == solo, "{}: cluster shard differs from xqtb solve's", job.signature);
+    }
+}
+
+#[test]
+fn killed_worker_lease_expires_and_another_finishes() {
+    let dir = TempDir::new("kill-worker");
+    let port = free_port();
+    let _c = coordinator(&dir, port, &["--plan", "KRvK", "--lease-ttl-secs", "2"]);
+    let mut slow = worker(&dir, port, "slow", &["--threads", "1", "--debug-delay-upload-ms", "60000"]);
+    let rt = rt();
+    rt.block_on(wait_until(port, "a lease", Duration::from_secs(60), |s| {
+        s.jobs.iter().any(|j| j.state == "leased" && j.worker_id.contains("slow"))
+    }));
+    // Let it solve, so it is killed in the middle of the job (waiting to upload).
+    std::thread::sleep(Duration::from_millis(1500));
+    slow.kill();
+    let mut fast = worker(&dir, port, "fast", &["--threads", "1", "--exit-when-done"]);
+    let s = rt.block_on(wait_until(port, "the job", Duration::from_secs(120), all_finished));
+    assert!(fast.wait_exit(Duration::from_secs(30)), "{}", fast.log());
+    let job = &s.jobs[0];
+    assert_eq!(job.attempts, 2, "{job:?}");
+    assert!(job.last_error.is_empty());
+    let mut c = rt.block_on(async { TablebaseClient::new(channel(port).await) });
+    let shards = rt.block_on(c.list_shards(ListShardsRequest {})).unwrap().into_inner().shards;
+    assert_eq!(shards.len(), 1, "stored once: {shards:?}");
+}
+
+#[test]
+fn restarted_coordinator_resumes_without_solving_again() {
+    let dir = TempDir::new("restart");
+    let port = free_port();
+    let mut c = coordinator(&dir, port, &["--plan", "KRvKN,KCvKN,KNvKN"]);
+    let mut w = worker(&dir, port, "w", &["--threads", "2", "--exit-when-done", "--debug-delay-upload-ms", "300"]);
+    let rt = rt();
+    let before = rt.block_on(wait_until(port, "some tables", Duration::from_secs(120), |s| s.finished >= 3));
+    c.kill();
+    let finished_before: Vec<String> =
+        before.jobs.iter().filter(|j| j.state == "finished").map(|j| j.signature.clone()).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let _c2 = coordinator(&dir, port, &[]);
+    let after = rt.block_on(wait_until(port, "all tables", Duration::from_secs(300), all_finished));
+    assert!(w.wait_exit(Duration::from_secs(60)), "worker: {}", w.log());
+    assert_eq!(after.jobs.len(), before.jobs.len());
+    for j in &after.jobs {
+        if finished_before.contains(&j.signature) {
+            assert_eq!(j.attempts, 1, "{} was solved again: {j:?}", j.signature);
+        }
+    }
+}
+
+fn shard_of(sig: &str) -> Vec<u8> {
+    let s: Signature = sig.parse().unwrap();
+    let tables = worker::solve_closure_in_memory(&[s], RuleSet::CyclesAreDraws, |_, _| {}).unwrap();
+    let table = tables.get(&s).unwrap();
+    storage_format::shard::write_shard(&storage_format::codec::encode_table(table, RuleSet::CyclesAreDraws))
+}
+
+async fn upload(client: &mut JobsClient<tonic::service::interceptor::InterceptedService<Channel, worker::client::Auth>>, lease: &str, sig: &str, bytes: Vec<u8>) -> Result<UploadResponse, tonic::Status> {
+    let total = bytes.len() as u64;
+    let chunks: Vec<UploadChunk> = bytes
+        .chunks(100_000)
+        .enumerate()
+        .map(|(i, c)| UploadChunk {
+            lease_id: if i == 0 { lease.into() } else { String::new() },
+            signature: if i == 0 { sig.into() } else { String::new() },
+            total_bytes: total,
+            data: c.to_vec(),
+        })
+        .collect();
+    client.upload(tokio_stream::iter(chunks)).await.map(|r| r.into_inner())
+}
+
+#[test]
+fn uploads_tokens_and_errors_are_checked() {
+    let dir = TempDir::new("checks");
+    let port = free_port();
+    let _c = coordinator(&dir, port, &["--plan", "KRvK", "--lease-ttl-secs", "1", "--token", "sekret"]);
+    let rt = rt();
+    rt.block_on(async {
+        let ch = channel(port).await;
+        let auth = |t: Option<&str>| worker::client::Auth::new(t).unwrap();
+        // Missing and wrong tokens.
+        for t in [None, Some("wrong")] {
+            let mut c = JobsClient::with_interceptor(ch.clone(), auth(t));
+            let err = c.register(RegisterRequest { name: "x".into(), ..Default::default() }).await.unwrap_err();
+            assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err}");
+            let mut tb = TablebaseClient::with_interceptor(ch.clone(), auth(t));
+            let err = tb.submit(SubmitRequest { signatures: vec!["KRvKR".into()] }).await.unwrap_err();
+            assert_eq!(err.code(), tonic::Code::Unauthenticated);
+        }
+        let mut c = JobsClient::with_interceptor(ch.clone(), auth(Some("sekret")));
+        let id = c.register(RegisterRequest { name: "t".into(), ..Default::default() }).await.unwrap().into_inner().worker_id;
+        // A corrupted upload is refused and the job goes back to the queue.
+        let job = c.lease(LeaseRequest { worker_id: id.clone() }).await.unwrap().into_inner().job.unwrap();
+        let mut bad = shard_of("KRvK");
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0x10;
+        let err = upload(&mut c, &job.lease_id, "KRvK", bad).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
+        // The same lease is now stale; a new lease is granted for attempt 2.
+        let job2 = c.lease(LeaseRequest { worker_id: id.clone() }).await.unwrap().into_inner().job.unwrap();
+        assert_eq!(job2.attempt, 2);
+        // A stale lease: let it expire, then upload a good table.
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        let err = upload(&mut c, &job2.lease_id, "KRvK", shard_of("KRvK")).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::FailedPrecondition, "{err}");
+        let job3 = c.lease(LeaseRequest { worker_id: id.clone() }).await.unwrap().into_inner().job.unwrap();
+        let ok = upload(&mut c, &job3.lease_id, "KRvK", shard_of("KRvK")).await.unwrap();
+        assert!(ok.accepted);
+        // A duplicate upload of the finished job is refused.
+        let err = upload(&mut c, &job3.lease_id, "KRvK", shard_of("KRvK")).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+
+        // Reads stay open without a token.
+        let mut tb = TablebaseClient::new(ch.clone());
+        let err = tb.probe(ProbeRequest { fen: "4k4/9/9/9/9/9/9/9/9/4K4R w".into() }).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument);
+        assert!(err.message().contains("row"), "{}", err.message());
+        let err = tb.probe(ProbeRequest { fen: "3k5/9/9/9/9/9/9/9/9/3K5 w".into() }).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument, "kings facing: {err}");
+        let err = tb.probe(ProbeRequest { fen: "3k5/9/9/9/9/2n6/9/9/4R4/4KR3 w".into() }).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::NotFound, "{err}");
+        assert!(err.message().contains("KRRvKN"), "{}", err.message());
+        let r = tb.probe(ProbeRequest { fen: "4k4/9/9/9/9/9/9/9/9/3K1R3 w".into() }).await.unwrap().into_inner();
+        assert_eq!(r.wdl, "win");
+    });
+}
+
+#[test]
+fn concurrent_probes_and_downloads_are_correct() {
+    let dir = TempDir::new("probes");
+    let port = free_port();
+    let _c = coordinator(&dir, port, &["--plan", "KRvKA"]);
+    let mut w = worker(&dir, port, "w", &["--threads", "2", "--exit-when-done"]);
+    let rt = rt();
+    rt.block_on(wait_until(port, "tables", Duration::from_secs(120), all_finished));
+    assert!(w.wait_exit(Duration::from_secs(30)));
+    // Expected answers from the library, solved in this process.
+    let s: Signature = "KRvKA".parse().unwrap();
+    let tables = worker::solve_closure_in_memory(&[s], RuleSet::CyclesAreDraws, |_, _| {}).unwrap();
+    let table = tables.get(&s).unwrap();
+    let mut fens = Vec::new();
+    let mut slot = 0;
+    while fens.len() < 50 && slot < table.index.size() {
+        if let Some(b) = table.index.board(slot, xiangqi::Color::Red)
+            && !b.opponent_in_check()
+        {
+            let v = storage_format::Probe::probe(&tables, &b).unwrap();
+            fens.push((b.fen(), v));
+        }
+        slot += 997;
+    }
+    let fens = std::sync::Arc::new(fens);
+    rt.block_on(async {
+        let ch = channel(port).await;
+        let mut tasks = Vec::new();
+        for i in 0..200 {
+            let (ch, fens) = (ch.clone(), std::sync::Arc::clone(&fens));
+            tasks.push(tokio::spawn(async move {
+                let mut c = TablebaseClient::new(ch);
+                for k in 0..5 {
+                    let (fen, v) = &fens[(i * 7 + k) % fens.len()];
+                    let r = c.probe(ProbeRequest { fen: fen.clone() }).await.unwrap().into_inner();
+                    assert_eq!(r.wdl, v.wdl(), "{fen}");
+                    assert_eq!(r.dtm_plies, v.dtm_plies().map(u32::from), "{fen}");
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    // Download with the CLI: checksum verified, file probes identically.
+    let out = dir.path("dl");
+    let url = format!("http://127.0.0.1:{port}");
+    run_ok(&["download", "KRvKA", "KRvK", "-o", &out.display().to_string(), "--server", &url]);
+    let shards = storage_format::probe::Tablebase::open_shards(&out).unwrap();
+    for (fen, v) in fens.iter() {
+        assert_eq!(shards.probe_fen(fen).unwrap().value, *v, "{fen}");
+    }
+    let listed = rt.block_on(async {
+        let mut c = TablebaseClient::new(channel(port).await);
+        c.list_shards(ListShardsRequest {}).await.unwrap().into_inner().shards
+    });
+    let file = std::fs::read(Path::new(&out).join(storage_format::store::ShardDir::file_name(&s))).unwrap();
+    let info = listed.iter().find(|x| x.signature == "KRvKA").unwrap();
+    assert_eq!(info.shard_bytes, file.len() as u64);
+    assert_eq!(info.file_checksum, storage_format::shard::file_checksum(&file));
+}
