@@ -159,7 +159,9 @@ pub struct DownloadArgs {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
 
 /// Resolves when SIGTERM or Ctrl-C arrives.
@@ -186,7 +188,10 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
     let config = CoordinatorConfig {
         listen: args.listen,
         data: args.data,
-        access: Access { token: args.token, token_for_reads: args.token_for_reads },
+        access: Access {
+            token: args.token,
+            token_for_reads: args.token_for_reads,
+        },
         plan: signatures(&args.plan)?,
         scheduler: SchedulerConfig {
             lease_ttl_ms: args.lease_ttl_secs.max(1) * 1000,
@@ -262,7 +267,9 @@ fn num_cpus() -> usize {
 pub fn generate(args: GenerateArgs) -> Result<()> {
     let targets = signatures(&args.signatures)?;
     let workers = args.workers.max(1);
-    let threads = args.threads.unwrap_or_else(|| (num_cpus() / workers).max(1));
+    let threads = args
+        .threads
+        .unwrap_or_else(|| (num_cpus() / workers).max(1));
     std::fs::create_dir_all(&args.data)
         .with_context(|| format!("cannot create {}", args.data.display()))?;
     let config = CoordinatorConfig {
@@ -307,7 +314,10 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         c.stop().await?;
         let _ = std::fs::remove_dir_all(&cache_root);
         if interrupted {
-            bail!("interrupted; finished tables are kept in {}, run again to resume", args.data.display());
+            bail!(
+                "interrupted; finished tables are kept in {}, run again to resume",
+                args.data.display()
+            );
         }
         if status.failed > 0 {
             let failed: Vec<String> = status
@@ -367,10 +377,16 @@ async fn show_progress(c: &Coordinator) {
 
 async fn tablebase_client(
     s: &ServerArgs,
-) -> Result<TablebaseClient<tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Auth>>> {
+) -> Result<
+    TablebaseClient<
+        tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Auth>,
+    >,
+> {
     let channel = worker::client::connect(&s.server, s.ca.as_ref()).await?;
-    Ok(TablebaseClient::with_interceptor(channel, Auth::new(s.token.as_deref())?)
-        .max_decoding_message_size(16 << 20))
+    Ok(
+        TablebaseClient::with_interceptor(channel, Auth::new(s.token.as_deref())?)
+            .max_decoding_message_size(16 << 20),
+    )
 }
 
 fn status_error(s: tonic::Status) -> anyhow::Error {
@@ -383,14 +399,20 @@ pub fn submit(args: SubmitArgs) -> Result<()> {
     runtime()?.block_on(async {
         let mut client = tablebase_client(&args.server).await?;
         let r = client
-            .submit(SubmitRequest { signatures: args.signatures.clone() })
+            .submit(SubmitRequest {
+                signatures: args.signatures.clone(),
+            })
             .await
             .map_err(status_error)?
             .into_inner();
         if r.planned.is_empty() {
             println!("nothing new to plan: every table is already planned or finished");
         } else {
-            println!("planned {} tables: {}", r.planned.len(), r.planned.join(" "));
+            println!(
+                "planned {} tables: {}",
+                r.planned.len(),
+                r.planned.join(" ")
+            );
         }
         Ok(())
     })
@@ -401,7 +423,11 @@ pub fn status(args: StatusArgs) -> Result<()> {
     runtime()?.block_on(async {
         let mut client = tablebase_client(&args.server).await?;
         loop {
-            let s = client.status(StatusRequest {}).await.map_err(status_error)?.into_inner();
+            let s = client
+                .status(StatusRequest {})
+                .await
+                .map_err(status_error)?
+                .into_inner();
             if args.watch {
                 print!("\x1b[2J\x1b[H");
             }
@@ -420,7 +446,11 @@ fn print_status(s: &StatusResponse) {
         "jobs: {} finished, {} leased, {} ready, {} waiting, {} failed",
         s.finished, s.leased, s.ready, s.waiting, s.failed
     );
-    let eta = if s.eta_seconds < 0.0 { "unknown".into() } else { format!("{:.0} s", s.eta_seconds) };
+    let eta = if s.eta_seconds < 0.0 {
+        "unknown".into()
+    } else {
+        format!("{:.0} s", s.eta_seconds)
+    };
     println!(
         "entries: {} of {} done, {:.0} entries/s, estimated time left {eta}",
         s.entries_done, s.entries_total, s.entries_per_second
@@ -431,14 +461,21 @@ fn print_status(s: &StatusResponse) {
             "failed" => format!(" ({})", j.last_error),
             _ => String::new(),
         };
-        println!("  {:<14} {:<9} attempts {}{extra}", j.signature, j.state, j.attempts);
+        println!(
+            "  {:<14} {:<9} attempts {}{extra}",
+            j.signature, j.state, j.attempts
+        );
     }
     for w in &s.workers {
         println!(
             "  worker {} ({} threads): {} {:.0}% {}, seen {} ms ago",
             w.worker_id,
             w.threads,
-            if w.current_job.is_empty() { "idle" } else { &w.current_job },
+            if w.current_job.is_empty() {
+                "idle"
+            } else {
+                &w.current_job
+            },
             w.progress * 100.0,
             w.phase,
             w.last_seen_ms_ago
@@ -491,15 +528,19 @@ pub fn download(args: DownloadArgs) -> Result<()> {
         let mut client = tablebase_client(&args.server).await?;
         for sig in sigs {
             let mut stream = client
-                .download_shard(DownloadShardRequest { signature: sig.name() })
+                .download_shard(DownloadShardRequest {
+                    signature: sig.name(),
+                })
                 .await
                 .map_err(status_error)?
                 .into_inner();
             let bar = ProgressBar::new(0);
             bar.set_style(
-                ProgressStyle::with_template("{prefix:>12} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec}")
-                    .expect("valid template")
-                    .progress_chars("=> "),
+                ProgressStyle::with_template(
+                    "{prefix:>12} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
             );
             bar.set_prefix(sig.name());
             let mut bytes = Vec::new();
@@ -517,12 +558,21 @@ pub fn download(args: DownloadArgs) -> Result<()> {
             if bytes.len() as u64 != len || storage_format::shard::file_checksum(&bytes) != sum {
                 bail!("download of {sig} is incomplete or corrupt; nothing written");
             }
-            storage_format::shard::read_shard(&bytes).with_context(|| format!("download of {sig}"))?;
-            let path = args.output.join(storage_format::store::ShardDir::file_name(&sig));
+            storage_format::shard::read_shard(&bytes)
+                .with_context(|| format!("download of {sig}"))?;
+            let path = args
+                .output
+                .join(storage_format::store::ShardDir::file_name(&sig));
             let tmp = path.with_extension("part");
-            std::fs::write(&tmp, &bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-            std::fs::rename(&tmp, &path).with_context(|| format!("cannot rename to {}", path.display()))?;
-            println!("{sig}: {} bytes, checksum verified, written to {}", bytes.len(), path.display());
+            std::fs::write(&tmp, &bytes)
+                .with_context(|| format!("cannot write {}", tmp.display()))?;
+            std::fs::rename(&tmp, &path)
+                .with_context(|| format!("cannot rename to {}", path.display()))?;
+            println!(
+                "{sig}: {} bytes, checksum verified, written to {}",
+                bytes.len(),
+                path.display()
+            );
         }
         Ok(())
     })
@@ -541,11 +591,14 @@ pub fn health(args: HealthArgs) -> Result<()> {
         let channel = worker::client::connect(&args.server.server, args.server.ca.as_ref()).await?;
         let mut client = tonic_health::pb::health_client::HealthClient::new(channel);
         let r = client
-            .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: String::new(),
+            })
             .await
             .map_err(status_error)?
             .into_inner();
-        let serving = r.status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
+        let serving =
+            r.status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
         if !serving {
             bail!("not serving (status {})", r.status);
         }

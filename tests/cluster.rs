@@ -80,7 +80,11 @@ impl Drop for Proc {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn coordinator(dir: &TempDir, port: u16, extra: &[&str]) -> Proc {
@@ -88,19 +92,34 @@ fn coordinator(dir: &TempDir, port: u16, extra: &[&str]) -> Proc {
     let data = dir.path("coord").display().to_string();
     let mut args = vec!["coordinator", "--listen", &listen, "--data", &data];
     args.extend_from_slice(extra);
-    Proc::start(dir, &format!("coordinator-{port}-{}", Instant::now().elapsed().as_nanos()), &args)
+    Proc::start(
+        dir,
+        &format!("coordinator-{port}-{}", Instant::now().elapsed().as_nanos()),
+        &args,
+    )
 }
 
 fn worker(dir: &TempDir, port: u16, name: &str, extra: &[&str]) -> Proc {
     let url = format!("http://127.0.0.1:{port}");
     let cache = dir.path(&format!("cache-{name}")).display().to_string();
-    let mut args = vec!["worker", "--coordinator", &url, "--cache", &cache, "--name", name];
+    let mut args = vec![
+        "worker",
+        "--coordinator",
+        &url,
+        "--cache",
+        &cache,
+        "--name",
+        name,
+    ];
     args.extend_from_slice(extra);
     Proc::start(dir, &format!("worker-{name}"), &args)
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 async fn channel(port: u16) -> Channel {
@@ -115,10 +134,19 @@ async fn channel(port: u16) -> Channel {
     }
 }
 
-async fn wait_until(port: u16, what: &str, timeout: Duration, f: impl Fn(&StatusResponse) -> bool) -> StatusResponse {
+async fn wait_until(
+    port: u16,
+    what: &str,
+    timeout: Duration,
+    f: impl Fn(&StatusResponse) -> bool,
+) -> StatusResponse {
     let start = Instant::now();
     loop {
-        if let Ok(c) = Channel::from_shared(format!("http://127.0.0.1:{port}")).unwrap().connect().await {
+        if let Ok(c) = Channel::from_shared(format!("http://127.0.0.1:{port}"))
+            .unwrap()
+            .connect()
+            .await
+        {
             let mut c = TablebaseClient::new(c);
             if let Ok(s) = c.status(StatusRequest {}).await {
                 let s = s.into_inner();
@@ -144,7 +172,9 @@ fn all_finished(s: &StatusResponse) -> bool {
 async fn download(port: u16, sig: &str) -> Vec<u8> {
     let mut c = TablebaseClient::new(channel(port).await);
     let mut stream = c
-        .download_shard(DownloadShardRequest { signature: sig.into() })
+        .download_shard(DownloadShardRequest {
+            signature: sig.into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -158,7 +188,11 @@ async fn download(port: u16, sig: &str) -> Vec<u8> {
 
 fn run_ok(args: &[&str]) -> String {
     let out = Command::new(BIN).args(args).output().unwrap();
-    assert!(out.status.success(), "xqtb {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "xqtb {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -185,16 +219,33 @@ fn two_workers_generate_what_solve_produces_alone() {
     let mut w1 = worker(&dir, port, "a", &["--threads", "1", "--exit-when-done"]);
     let mut w2 = worker(&dir, port, "b", &["--threads", "1", "--exit-when-done"]);
     let rt = rt();
-    let s = rt.block_on(wait_until(port, "all tables", Duration::from_secs(300), all_finished));
+    let s = rt.block_on(wait_until(
+        port,
+        "all tables",
+        Duration::from_secs(300),
+        all_finished,
+    ));
     assert!(s.jobs.len() >= 10, "closure of {} tables", s.jobs.len());
-    assert!(w1.wait_exit(Duration::from_secs(30)), "worker a: {}", w1.log());
-    assert!(w2.wait_exit(Duration::from_secs(30)), "worker b: {}", w2.log());
+    assert!(
+        w1.wait_exit(Duration::from_secs(30)),
+        "worker a: {}",
+        w1.log()
+    );
+    assert!(
+        w2.wait_exit(Duration::from_secs(30)),
+        "worker b: {}",
+        w2.log()
+    );
     let both_worked = w1.log().contains("table committed") || w1.log().contains("committed");
     let _ = both_worked;
     for job in &s.jobs {
         let remote = rt.block_on(download(port, &job.signature));
         let solo = solo_shard(&dir, &targets, &job.signature);
-        assert!(remote == solo, "{}: cluster shard differs from xqtb solve's", job.signature);
+        assert!(
+            remote == solo,
+            "{}: cluster shard differs from xqtb solve's",
+            job.signature
+        );
     }
 }
 
@@ -203,22 +254,38 @@ fn killed_worker_lease_expires_and_another_finishes() {
     let dir = TempDir::new("kill-worker");
     let port = free_port();
     let _c = coordinator(&dir, port, &["--plan", "KRvK", "--lease-ttl-secs", "2"]);
-    let mut slow = worker(&dir, port, "slow", &["--threads", "1", "--debug-delay-upload-ms", "60000"]);
+    let mut slow = worker(
+        &dir,
+        port,
+        "slow",
+        &["--threads", "1", "--debug-delay-upload-ms", "60000"],
+    );
     let rt = rt();
     rt.block_on(wait_until(port, "a lease", Duration::from_secs(60), |s| {
-        s.jobs.iter().any(|j| j.state == "leased" && j.worker_id.contains("slow"))
+        s.jobs
+            .iter()
+            .any(|j| j.state == "leased" && j.worker_id.contains("slow"))
     }));
     // Let it solve, so it is killed in the middle of the job (waiting to upload).
     std::thread::sleep(Duration::from_millis(1500));
     slow.kill();
     let mut fast = worker(&dir, port, "fast", &["--threads", "1", "--exit-when-done"]);
-    let s = rt.block_on(wait_until(port, "the job", Duration::from_secs(120), all_finished));
+    let s = rt.block_on(wait_until(
+        port,
+        "the job",
+        Duration::from_secs(120),
+        all_finished,
+    ));
     assert!(fast.wait_exit(Duration::from_secs(30)), "{}", fast.log());
     let job = &s.jobs[0];
     assert_eq!(job.attempts, 2, "{job:?}");
     assert!(job.last_error.is_empty());
     let mut c = rt.block_on(async { TablebaseClient::new(channel(port).await) });
-    let shards = rt.block_on(c.list_shards(ListShardsRequest {})).unwrap().into_inner().shards;
+    let shards = rt
+        .block_on(c.list_shards(ListShardsRequest {}))
+        .unwrap()
+        .into_inner()
+        .shards;
     assert_eq!(shards.len(), 1, "stored once: {shards:?}");
 }
 
@@ -227,15 +294,40 @@ fn restarted_coordinator_resumes_without_solving_again() {
     let dir = TempDir::new("restart");
     let port = free_port();
     let mut c = coordinator(&dir, port, &["--plan", "KRvKN,KCvKN,KNvKN"]);
-    let mut w = worker(&dir, port, "w", &["--threads", "2", "--exit-when-done", "--debug-delay-upload-ms", "300"]);
+    let mut w = worker(
+        &dir,
+        port,
+        "w",
+        &[
+            "--threads",
+            "2",
+            "--exit-when-done",
+            "--debug-delay-upload-ms",
+            "300",
+        ],
+    );
     let rt = rt();
-    let before = rt.block_on(wait_until(port, "some tables", Duration::from_secs(120), |s| s.finished >= 3));
+    let before = rt.block_on(wait_until(
+        port,
+        "some tables",
+        Duration::from_secs(120),
+        |s| s.finished >= 3,
+    ));
     c.kill();
-    let finished_before: Vec<String> =
-        before.jobs.iter().filter(|j| j.state == "finished").map(|j| j.signature.clone()).collect();
+    let finished_before: Vec<String> = before
+        .jobs
+        .iter()
+        .filter(|j| j.state == "finished")
+        .map(|j| j.signature.clone())
+        .collect();
     std::thread::sleep(Duration::from_millis(500));
     let _c2 = coordinator(&dir, port, &[]);
-    let after = rt.block_on(wait_until(port, "all tables", Duration::from_secs(300), all_finished));
+    let after = rt.block_on(wait_until(
+        port,
+        "all tables",
+        Duration::from_secs(300),
+        all_finished,
+    ));
     assert!(w.wait_exit(Duration::from_secs(60)), "worker: {}", w.log());
     assert_eq!(after.jobs.len(), before.jobs.len());
     for j in &after.jobs {
@@ -249,10 +341,20 @@ fn shard_of(sig: &str) -> Vec<u8> {
     let s: Signature = sig.parse().unwrap();
     let tables = worker::solve_closure_in_memory(&[s], RuleSet::CyclesAreDraws, |_, _| {}).unwrap();
     let table = tables.get(&s).unwrap();
-    storage_format::shard::write_shard(&storage_format::codec::encode_table(table, RuleSet::CyclesAreDraws))
+    storage_format::shard::write_shard(&storage_format::codec::encode_table(
+        table,
+        RuleSet::CyclesAreDraws,
+    ))
 }
 
-async fn upload(client: &mut JobsClient<tonic::service::interceptor::InterceptedService<Channel, worker::client::Auth>>, lease: &str, sig: &str, bytes: Vec<u8>) -> Result<UploadResponse, tonic::Status> {
+async fn upload(
+    client: &mut JobsClient<
+        tonic::service::interceptor::InterceptedService<Channel, worker::client::Auth>,
+    >,
+    lease: &str,
+    sig: &str,
+    bytes: Vec<u8>,
+) -> Result<UploadResponse, tonic::Status> {
     let total = bytes.len() as u64;
     let chunks: Vec<UploadChunk> = bytes
         .chunks(100_000)
@@ -264,14 +366,28 @@ async fn upload(client: &mut JobsClient<tonic::service::interceptor::Intercepted
             data: c.to_vec(),
         })
         .collect();
-    client.upload(tokio_stream::iter(chunks)).await.map(|r| r.into_inner())
+    client
+        .upload(tokio_stream::iter(chunks))
+        .await
+        .map(|r| r.into_inner())
 }
 
 #[test]
 fn uploads_tokens_and_errors_are_checked() {
     let dir = TempDir::new("checks");
     let port = free_port();
-    let _c = coordinator(&dir, port, &["--plan", "KRvK", "--lease-ttl-secs", "1", "--token", "sekret"]);
+    let _c = coordinator(
+        &dir,
+        port,
+        &[
+            "--plan",
+            "KRvK",
+            "--lease-ttl-secs",
+            "1",
+            "--token",
+            "sekret",
+        ],
+    );
     let rt = rt();
     rt.block_on(async {
         let ch = channel(port).await;
@@ -279,46 +395,122 @@ fn uploads_tokens_and_errors_are_checked() {
         // Missing and wrong tokens.
         for t in [None, Some("wrong")] {
             let mut c = JobsClient::with_interceptor(ch.clone(), auth(t));
-            let err = c.register(RegisterRequest { name: "x".into(), ..Default::default() }).await.unwrap_err();
+            let err = c
+                .register(RegisterRequest {
+                    name: "x".into(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap_err();
             assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err}");
             let mut tb = TablebaseClient::with_interceptor(ch.clone(), auth(t));
-            let err = tb.submit(SubmitRequest { signatures: vec!["KRvKR".into()] }).await.unwrap_err();
+            let err = tb
+                .submit(SubmitRequest {
+                    signatures: vec!["KRvKR".into()],
+                })
+                .await
+                .unwrap_err();
             assert_eq!(err.code(), tonic::Code::Unauthenticated);
         }
         let mut c = JobsClient::with_interceptor(ch.clone(), auth(Some("sekret")));
-        let id = c.register(RegisterRequest { name: "t".into(), ..Default::default() }).await.unwrap().into_inner().worker_id;
+        let id = c
+            .register(RegisterRequest {
+                name: "t".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .worker_id;
         // A corrupted upload is refused and the job goes back to the queue.
-        let job = c.lease(LeaseRequest { worker_id: id.clone() }).await.unwrap().into_inner().job.unwrap();
+        let job = c
+            .lease(LeaseRequest {
+                worker_id: id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .job
+            .unwrap();
         let mut bad = shard_of("KRvK");
         let mid = bad.len() / 2;
         bad[mid] ^= 0x10;
-        let err = upload(&mut c, &job.lease_id, "KRvK", bad).await.unwrap_err();
+        let err = upload(&mut c, &job.lease_id, "KRvK", bad)
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
         // The same lease is now stale; a new lease is granted for attempt 2.
-        let job2 = c.lease(LeaseRequest { worker_id: id.clone() }).await.unwrap().into_inner().job.unwrap();
+        let job2 = c
+            .lease(LeaseRequest {
+                worker_id: id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .job
+            .unwrap();
         assert_eq!(job2.attempt, 2);
         // A stale lease: let it expire, then upload a good table.
         tokio::time::sleep(Duration::from_millis(1600)).await;
-        let err = upload(&mut c, &job2.lease_id, "KRvK", shard_of("KRvK")).await.unwrap_err();
+        let err = upload(&mut c, &job2.lease_id, "KRvK", shard_of("KRvK"))
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), tonic::Code::FailedPrecondition, "{err}");
-        let job3 = c.lease(LeaseRequest { worker_id: id.clone() }).await.unwrap().into_inner().job.unwrap();
-        let ok = upload(&mut c, &job3.lease_id, "KRvK", shard_of("KRvK")).await.unwrap();
+        let job3 = c
+            .lease(LeaseRequest {
+                worker_id: id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .job
+            .unwrap();
+        let ok = upload(&mut c, &job3.lease_id, "KRvK", shard_of("KRvK"))
+            .await
+            .unwrap();
         assert!(ok.accepted);
         // A duplicate upload of the finished job is refused.
-        let err = upload(&mut c, &job3.lease_id, "KRvK", shard_of("KRvK")).await.unwrap_err();
+        let err = upload(&mut c, &job3.lease_id, "KRvK", shard_of("KRvK"))
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), tonic::Code::FailedPrecondition);
 
         // Reads stay open without a token.
         let mut tb = TablebaseClient::new(ch.clone());
-        let err = tb.probe(ProbeRequest { fen: "4k4/9/9/9/9/9/9/9/9/4K4R w".into() }).await.unwrap_err();
+        let err = tb
+            .probe(ProbeRequest {
+                fen: "4k4/9/9/9/9/9/9/9/9/4K4R w".into(),
+            })
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), tonic::Code::InvalidArgument);
         assert!(err.message().contains("row"), "{}", err.message());
-        let err = tb.probe(ProbeRequest { fen: "3k5/9/9/9/9/9/9/9/9/3K5 w".into() }).await.unwrap_err();
-        assert_eq!(err.code(), tonic::Code::InvalidArgument, "kings facing: {err}");
-        let err = tb.probe(ProbeRequest { fen: "3k5/9/9/9/9/2n6/9/9/4R4/4KR3 w".into() }).await.unwrap_err();
+        let err = tb
+            .probe(ProbeRequest {
+                fen: "3k5/9/9/9/9/9/9/9/9/3K5 w".into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.code(),
+            tonic::Code::InvalidArgument,
+            "kings facing: {err}"
+        );
+        let err = tb
+            .probe(ProbeRequest {
+                fen: "3k5/9/9/9/9/2n6/9/9/4R4/4KR3 w".into(),
+            })
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), tonic::Code::NotFound, "{err}");
         assert!(err.message().contains("KRRvKN"), "{}", err.message());
-        let r = tb.probe(ProbeRequest { fen: "4k4/9/9/9/9/9/9/9/9/3K1R3 w".into() }).await.unwrap().into_inner();
+        let r = tb
+            .probe(ProbeRequest {
+                fen: "4k4/9/9/9/9/9/9/9/9/3K1R3 w".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
         assert_eq!(r.wdl, "win");
     });
 }
@@ -330,7 +522,12 @@ fn concurrent_probes_and_downloads_are_correct() {
     let _c = coordinator(&dir, port, &["--plan", "KRvKA"]);
     let mut w = worker(&dir, port, "w", &["--threads", "2", "--exit-when-done"]);
     let rt = rt();
-    rt.block_on(wait_until(port, "tables", Duration::from_secs(120), all_finished));
+    rt.block_on(wait_until(
+        port,
+        "tables",
+        Duration::from_secs(120),
+        all_finished,
+    ));
     assert!(w.wait_exit(Duration::from_secs(30)));
     // Expected answers from the library, solved in this process.
     let s: Signature = "KRvKA".parse().unwrap();
@@ -357,7 +554,11 @@ fn concurrent_probes_and_downloads_are_correct() {
                 let mut c = TablebaseClient::new(ch);
                 for k in 0..5 {
                     let (fen, v) = &fens[(i * 7 + k) % fens.len()];
-                    let r = c.probe(ProbeRequest { fen: fen.clone() }).await.unwrap().into_inner();
+                    let r = c
+                        .probe(ProbeRequest { fen: fen.clone() })
+                        .await
+                        .unwrap()
+                        .into_inner();
                     assert_eq!(r.wdl, v.wdl(), "{fen}");
                     assert_eq!(r.dtm_plies, v.dtm_plies().map(u32::from), "{fen}");
                 }
@@ -370,17 +571,140 @@ fn concurrent_probes_and_downloads_are_correct() {
     // Download with the CLI: checksum verified, file probes identically.
     let out = dir.path("dl");
     let url = format!("http://127.0.0.1:{port}");
-    run_ok(&["download", "KRvKA", "KRvK", "-o", &out.display().to_string(), "--server", &url]);
+    run_ok(&[
+        "download",
+        "KRvKA",
+        "KRvK",
+        "-o",
+        &out.display().to_string(),
+        "--server",
+        &url,
+    ]);
     let shards = storage_format::probe::Tablebase::open_shards(&out).unwrap();
     for (fen, v) in fens.iter() {
         assert_eq!(shards.probe_fen(fen).unwrap().value, *v, "{fen}");
     }
     let listed = rt.block_on(async {
         let mut c = TablebaseClient::new(channel(port).await);
-        c.list_shards(ListShardsRequest {}).await.unwrap().into_inner().shards
+        c.list_shards(ListShardsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .shards
     });
-    let file = std::fs::read(Path::new(&out).join(storage_format::store::ShardDir::file_name(&s))).unwrap();
+    let file = std::fs::read(Path::new(&out).join(storage_format::store::ShardDir::file_name(&s)))
+        .unwrap();
     let info = listed.iter().find(|x| x.signature == "KRvKA").unwrap();
     assert_eq!(info.shard_bytes, file.len() as u64);
-    assert_eq!(info.file_checksum, storage_format::shard::file_checksum(&file));
+    assert_eq!(
+        info.file_checksum,
+        storage_format::shard::file_checksum(&file)
+    );
+}
+
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    out
+}
+
+fn wait_for_metrics(port: u16) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no metrics endpoint on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn metrics_endpoints_serve_the_named_metrics() {
+    let dir = TempDir::new("metrics");
+    let (port, cm, wm) = (free_port(), free_port(), free_port());
+    let (cm_addr, wm_addr) = (format!("127.0.0.1:{cm}"), format!("127.0.0.1:{wm}"));
+    let _c = coordinator(
+        &dir,
+        port,
+        &["--plan", "KRvKA", "--metrics-listen", &cm_addr],
+    );
+    wait_for_metrics(cm);
+    // During the run: the worker waits before uploading, so jobs are leased while we scrape.
+    let _w = worker(
+        &dir,
+        port,
+        "m",
+        &[
+            "--threads",
+            "1",
+            "--metrics-listen",
+            &wm_addr,
+            "--debug-delay-upload-ms",
+            "400",
+        ],
+    );
+    let rt = rt();
+    rt.block_on(wait_until(port, "a lease", Duration::from_secs(60), |s| {
+        s.leased > 0
+    }));
+    let during = scrape(cm);
+    assert!(during.contains("xqtb_leases_active 1"), "{during}");
+    rt.block_on(wait_until(
+        port,
+        "tables",
+        Duration::from_secs(120),
+        all_finished,
+    ));
+    rt.block_on(async {
+        let mut c = TablebaseClient::new(channel(port).await);
+        for _ in 0..3 {
+            c.probe(ProbeRequest {
+                fen: "4k4/9/9/9/9/9/9/9/9/3K1R3 w".into(),
+            })
+            .await
+            .unwrap();
+        }
+        // A status call refreshes the gauges.
+        c.status(StatusRequest {}).await.unwrap();
+    });
+    let text = scrape(cm);
+    for name in [
+        "xqtb_jobs{state=\"finished\"} 2",
+        "xqtb_leases_granted_total 2",
+        "xqtb_lease_expiries_total",
+        "xqtb_job_retries_total",
+        "xqtb_uploads_total{result=\"accepted\"} 2",
+        "xqtb_upload_bytes_total",
+        "xqtb_solve_entries_per_second",
+        "xqtb_probes_total 3",
+        "xqtb_probe_seconds_bucket",
+        "xqtb_block_cache_hits_total",
+        "xqtb_block_cache_misses_total",
+        "xqtb_block_cache_hit_ratio",
+    ] {
+        assert!(
+            text.contains(name),
+            "coordinator metrics lack {name}:\n{text}"
+        );
+    }
+    let text = scrape(wm);
+    for name in [
+        "xqtb_worker_tables_committed_total 2",
+        "xqtb_worker_entries_solved_total",
+        "xqtb_worker_solve_entries_per_second",
+        "xqtb_worker_solve_seconds",
+        "xqtb_worker_upload_bytes_total",
+    ] {
+        assert!(text.contains(name), "worker metrics lack {name}:\n{text}");
+    }
 }

@@ -97,7 +97,10 @@ pub struct SchedulerConfig {
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        SchedulerConfig { lease_ttl_ms: 30_000, max_attempts: 5 }
+        SchedulerConfig {
+            lease_ttl_ms: 30_000,
+            max_attempts: 5,
+        }
     }
 }
 
@@ -169,7 +172,11 @@ impl Scheduler {
                 sig,
                 JobRecord {
                     signature: sig.name(),
-                    state: if done { JobState::Finished } else { JobState::Waiting },
+                    state: if done {
+                        JobState::Finished
+                    } else {
+                        JobState::Waiting
+                    },
                     attempts: 0,
                     lease: None,
                     last_error: None,
@@ -190,10 +197,11 @@ impl Scheduler {
     fn refresh_ready(&mut self) -> Vec<JobRecord> {
         let mut changed = Vec::new();
         for sig in self.order.clone() {
-            let deps_done = sig
-                .capture_targets()
-                .iter()
-                .all(|d| self.jobs.get(d).is_none_or(|j| j.state == JobState::Finished));
+            let deps_done = sig.capture_targets().iter().all(|d| {
+                self.jobs
+                    .get(d)
+                    .is_none_or(|j| j.state == JobState::Finished)
+            });
             let job = self.jobs.get_mut(&sig).expect("ordered jobs exist");
             if job.state == JobState::Waiting && deps_done {
                 job.state = JobState::Ready;
@@ -208,7 +216,10 @@ impl Scheduler {
         let mut changed = Vec::new();
         for job in self.jobs.values_mut() {
             if job.state == JobState::Leased
-                && job.lease.as_ref().is_some_and(|l| l.expires_at_ms <= now_ms)
+                && job
+                    .lease
+                    .as_ref()
+                    .is_some_and(|l| l.expires_at_ms <= now_ms)
             {
                 let worker = job.lease.take().map(|l| l.worker).unwrap_or_default();
                 job.last_error = Some(format!("lease held by {worker} expired"));
@@ -227,7 +238,11 @@ impl Scheduler {
     /// Leases the first ready job in plan order to `worker`.
     pub fn lease(&mut self, worker: &str, now_ms: u64) -> (Option<Grant>, Vec<JobRecord>) {
         let mut changed = self.expire(now_ms);
-        let Some(sig) = self.order.iter().copied().find(|s| self.jobs[s].state == JobState::Ready)
+        let Some(sig) = self
+            .order
+            .iter()
+            .copied()
+            .find(|s| self.jobs[s].state == JobState::Ready)
         else {
             return (None, changed);
         };
@@ -280,7 +295,12 @@ impl Scheduler {
     }
 
     /// Checks that `lease_id` is current and for `signature`, before an upload is committed.
-    pub fn check_upload(&mut self, lease_id: &str, signature: &Signature, now_ms: u64) -> Result<(), LeaseError> {
+    pub fn check_upload(
+        &mut self,
+        lease_id: &str,
+        signature: &Signature,
+        now_ms: u64,
+    ) -> Result<(), LeaseError> {
         self.expire(now_ms);
         let (sig, _) = self.leased_mut(lease_id)?;
         if sig != *signature {
@@ -314,13 +334,19 @@ impl Scheduler {
         job.lease = None;
         job.last_error = Some(message.to_string());
         job.progress = 0.0;
-        job.state = if job.attempts >= max { JobState::Failed } else { JobState::Ready };
+        job.state = if job.attempts >= max {
+            JobState::Failed
+        } else {
+            JobState::Ready
+        };
         Ok(job.clone())
     }
 
     /// Marks `sig` finished because its table is already committed (found at start-up).
     pub fn mark_finished(&mut self, sig: &Signature, now_ms: u64) -> Vec<JobRecord> {
-        let Some(job) = self.jobs.get_mut(sig) else { return Vec::new() };
+        let Some(job) = self.jobs.get_mut(sig) else {
+            return Vec::new();
+        };
         job.state = JobState::Finished;
         job.lease = None;
         job.progress = 1.0;
@@ -337,7 +363,9 @@ impl Scheduler {
 
     /// Whether every job is finished or failed.
     pub fn all_done(&self) -> bool {
-        self.jobs.values().all(|j| matches!(j.state, JobState::Finished | JobState::Failed))
+        self.jobs
+            .values()
+            .all(|j| matches!(j.state, JobState::Finished | JobState::Failed))
     }
 
     /// The job of `sig`, if planned.
@@ -355,7 +383,14 @@ mod tests {
     }
 
     fn scheduler() -> Scheduler {
-        Scheduler::new(SchedulerConfig { lease_ttl_ms: 1000, max_attempts: 2 }, vec![], "t".into())
+        Scheduler::new(
+            SchedulerConfig {
+                lease_ttl_ms: 1000,
+                max_attempts: 2,
+            },
+            vec![],
+            "t".into(),
+        )
     }
 
     #[test]
@@ -369,7 +404,10 @@ mod tests {
         let g2 = g2.unwrap();
         assert_eq!(g1.signature, sig("KNvK"));
         assert_eq!(g2.signature, sig("KRvK"));
-        assert!(s.lease("w3", 0).0.is_none(), "KRvKN waits for its dependencies");
+        assert!(
+            s.lease("w3", 0).0.is_none(),
+            "KRvKN waits for its dependencies"
+        );
         s.finish(&g1.lease.id, 1).unwrap();
         assert!(s.lease("w3", 0).0.is_none());
         s.finish(&g2.lease.id, 1).unwrap();
@@ -390,7 +428,10 @@ mod tests {
         assert!(s.check_upload(&g.lease.id, &sig("KRvK"), 1800).is_ok());
         let g2 = s.lease("w2", 1900).0.expect("expired job is leased again");
         assert_eq!(g2.attempt, 2);
-        assert_eq!(s.check_upload(&g.lease.id, &sig("KRvK"), 1900), Err(LeaseError::Stale(g.lease.id.clone())));
+        assert_eq!(
+            s.check_upload(&g.lease.id, &sig("KRvK"), 1900),
+            Err(LeaseError::Stale(g.lease.id.clone()))
+        );
         assert!(s.finish(&g.lease.id, 1900).is_err());
         assert!(matches!(
             s.check_upload(&g2.lease.id, &sig("KNvK"), 1900),
@@ -414,7 +455,14 @@ mod tests {
         let g = s.lease("w1", 0).0.unwrap();
         let persisted: Vec<JobRecord> = s.jobs().map(|(_, j)| j.clone()).collect();
         assert!(!records.is_empty());
-        let mut s2 = Scheduler::new(SchedulerConfig { lease_ttl_ms: 1000, max_attempts: 2 }, persisted, "u".into());
+        let mut s2 = Scheduler::new(
+            SchedulerConfig {
+                lease_ttl_ms: 1000,
+                max_attempts: 2,
+            },
+            persisted,
+            "u".into(),
+        );
         assert!(s2.heartbeat(&g.lease.id, 0.1, 10).is_ok());
         assert_eq!(s2.job(&sig("KNvK")).unwrap().state, JobState::Finished);
         s2.fail(&g.lease.id, "again").unwrap();

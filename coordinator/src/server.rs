@@ -1,8 +1,8 @@
 //! Starting the coordinator: the gRPC server with both services, health and reflection, lease
 //! expiry in the background, and graceful shutdown.
 
-use crate::service::{Access, JobsService, State, TablebaseService};
 use crate::SchedulerConfig;
+use crate::service::{Access, JobsService, State, TablebaseService};
 use anyhow::{Context, Result};
 use proto::v1::jobs_server::JobsServer;
 use proto::v1::tablebase_server::TablebaseServer;
@@ -50,14 +50,21 @@ pub struct Coordinator {
 impl Coordinator {
     /// Opens the data directory, plans, binds and starts serving in the background.
     pub async fn start(config: CoordinatorConfig) -> Result<Coordinator> {
-        let store = Arc::new(
-            SledStore::open(&config.data)
-                .with_context(|| format!("cannot open the data directory {}", config.data.display()))?,
-        );
-        let state = Arc::new(State::new(store, config.access.clone(), config.scheduler, config.rules)?);
+        let store = Arc::new(SledStore::open(&config.data).with_context(|| {
+            format!("cannot open the data directory {}", config.data.display())
+        })?);
+        let state = Arc::new(State::new(
+            store,
+            config.access.clone(),
+            config.scheduler,
+            config.rules,
+        )?);
         if !config.plan.is_empty() {
-            state.plan(&config.plan).map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+            state
+                .plan(&config.plan)
+                .map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
         }
+        register_metrics();
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -65,8 +72,12 @@ impl Coordinator {
         let (shutdown, mut rx) = tokio::sync::watch::channel(false);
 
         let (health_reporter, health_service) = tonic_health::server::health_reporter();
-        health_reporter.set_serving::<JobsServer<JobsService>>().await;
-        health_reporter.set_serving::<TablebaseServer<TablebaseService>>().await;
+        health_reporter
+            .set_serving::<JobsServer<JobsService>>()
+            .await;
+        health_reporter
+            .set_serving::<TablebaseServer<TablebaseService>>()
+            .await;
         let reflection = tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -74,9 +85,12 @@ impl Coordinator {
 
         let mut builder = Server::builder();
         if let Some((cert, key)) = &config.tls {
-            let cert = std::fs::read(cert).with_context(|| format!("cannot read {}", cert.display()))?;
-            let key = std::fs::read(key).with_context(|| format!("cannot read {}", key.display()))?;
-            builder = builder.tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))?;
+            let cert =
+                std::fs::read(cert).with_context(|| format!("cannot read {}", cert.display()))?;
+            let key =
+                std::fs::read(key).with_context(|| format!("cannot read {}", key.display()))?;
+            builder = builder
+                .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))?;
         }
         let router = builder
             .add_service(health_service)
@@ -110,12 +124,67 @@ impl Coordinator {
             result.map_err(Into::into)
         });
         tracing::info!(%addr, data = %config.data.display(), "coordinator listening");
-        Ok(Coordinator { addr, state, shutdown, task })
+        Ok(Coordinator {
+            addr,
+            state,
+            shutdown,
+            task,
+        })
     }
 
     /// Stops serving (in-flight calls finish) and waits for the server to end.
     pub async fn stop(self) -> Result<()> {
         let _ = self.shutdown.send(true);
         self.task.await?
+    }
+}
+
+/// Describes the coordinator's metrics and creates the counters at zero, so a scrape shows every
+/// series from the start (not only after its first event).
+fn register_metrics() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_gauge!("xqtb_jobs", "Jobs by state");
+    describe_gauge!("xqtb_leases_active", "Jobs currently leased");
+    describe_counter!("xqtb_leases_granted_total", "Leases granted");
+    describe_counter!(
+        "xqtb_lease_expiries_total",
+        "Leases that expired without a result"
+    );
+    describe_counter!(
+        "xqtb_job_retries_total",
+        "Leases granted for a job that was leased before"
+    );
+    describe_counter!("xqtb_uploads_total", "Uploads by result");
+    describe_counter!(
+        "xqtb_upload_bytes_total",
+        Unit::Bytes,
+        "Bytes of accepted uploads"
+    );
+    describe_gauge!(
+        "xqtb_solve_entries_per_second",
+        "Index entries finished per second"
+    );
+    describe_gauge!("xqtb_workers", "Registered workers");
+    describe_counter!("xqtb_probes_total", "Probes served");
+    describe_histogram!("xqtb_probe_seconds", Unit::Seconds, "Probe latency");
+    describe_counter!("xqtb_block_cache_hits_total", "Block cache hits");
+    describe_counter!(
+        "xqtb_block_cache_misses_total",
+        "Block cache misses (blocks read and decompressed)"
+    );
+    describe_gauge!("xqtb_block_cache_hit_ratio", "Block cache hits / lookups");
+    for name in [
+        "xqtb_leases_granted_total",
+        "xqtb_lease_expiries_total",
+        "xqtb_job_retries_total",
+        "xqtb_upload_bytes_total",
+        "xqtb_probes_total",
+        "xqtb_block_cache_hits_total",
+        "xqtb_block_cache_misses_total",
+    ] {
+        metrics::counter!(name).increment(0);
+    }
+    for result in ["accepted", "refused"] {
+        metrics::counter!("xqtb_uploads_total", "result" => result).increment(0);
     }
 }

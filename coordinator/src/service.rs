@@ -21,7 +21,9 @@ pub const MAX_UPLOAD_BYTES: u64 = 4 << 30;
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Who may call what.
@@ -35,14 +37,24 @@ pub struct Access {
 
 impl Access {
     fn check<T>(&self, req: &Request<T>, write: bool) -> Result<(), Status> {
-        let Some(token) = &self.token else { return Ok(()) };
+        let Some(token) = &self.token else {
+            return Ok(());
+        };
         if !write && !self.token_for_reads {
             return Ok(());
         }
-        let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok());
+        let given = req
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
         match given {
-            None => Err(Status::unauthenticated("missing authorization: Bearer token")),
-            Some(v) if v.strip_prefix("Bearer ").is_some_and(|t| constant_time_eq(t, token)) => {
+            None => Err(Status::unauthenticated(
+                "missing authorization: Bearer token",
+            )),
+            Some(v)
+                if v.strip_prefix("Bearer ")
+                    .is_some_and(|t| constant_time_eq(t, token)) =>
+            {
                 Ok(())
             }
             Some(_) => Err(Status::unauthenticated("wrong token")),
@@ -51,7 +63,11 @@ impl Access {
 }
 
 fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// A registered worker, for status output.
@@ -103,7 +119,9 @@ impl State {
         let mut changed = Vec::new();
         let finished: Vec<Signature> = scheduler
             .jobs()
-            .filter(|(s, j)| j.state != JobState::Finished && store.header(s).ok().flatten().is_some())
+            .filter(|(s, j)| {
+                j.state != JobState::Finished && store.header(s).ok().flatten().is_some()
+            })
             .map(|(s, _)| *s)
             .collect();
         for sig in finished {
@@ -136,14 +154,16 @@ impl State {
     }
 
     fn persist_status(&self, records: &[JobRecord]) -> Result<(), Status> {
-        self.persist(records).map_err(|e| Status::internal(format!("cannot save job state: {e}")))
+        self.persist(records)
+            .map_err(|e| Status::internal(format!("cannot save job state: {e}")))
     }
 
     /// Plans `targets` and their closure; returns the newly planned signatures.
     pub fn plan(&self, targets: &[Signature]) -> Result<Vec<Signature>, Status> {
         let mut s = self.scheduler.lock().expect("scheduler lock");
-        let (changed, new) =
-            s.plan(targets, |sig| self.store.header(sig).ok().flatten().is_some());
+        let (changed, new) = s.plan(targets, |sig| {
+            self.store.header(sig).ok().flatten().is_some()
+        });
         self.persist_status(&changed)?;
         Ok(new)
     }
@@ -163,7 +183,10 @@ impl State {
         }
         let _ = self.persist(&expired);
         let workers = self.workers.lock().expect("workers lock");
-        let mut resp = StatusResponse { eta_seconds: -1.0, ..Default::default() };
+        let mut resp = StatusResponse {
+            eta_seconds: -1.0,
+            ..Default::default()
+        };
         let mut remaining = 0u64;
         for (sig, job) in s.jobs() {
             let size = 2 * storage_format::TableIndex::size_of(sig);
@@ -184,7 +207,11 @@ impl State {
                 signature: job.signature.clone(),
                 state: job.state.name().into(),
                 attempts: job.attempts,
-                worker_id: job.lease.as_ref().map(|l| l.worker.clone()).unwrap_or_default(),
+                worker_id: job
+                    .lease
+                    .as_ref()
+                    .map(|l| l.worker.clone())
+                    .unwrap_or_default(),
                 progress: job.progress,
                 index_size: size / 2,
                 last_error: job.last_error.clone().unwrap_or_default(),
@@ -210,13 +237,23 @@ impl State {
         metrics::gauge!("xqtb_leases_active").set(resp.leased as f64);
         metrics::gauge!("xqtb_solve_entries_per_second").set(resp.entries_per_second);
         metrics::gauge!("xqtb_workers").set(workers.len() as f64);
+        let (lookups, loads) = (self.probe.block_lookups(), self.probe.blocks_loaded());
+        metrics::counter!("xqtb_block_cache_hits_total").absolute(lookups.saturating_sub(loads));
+        metrics::counter!("xqtb_block_cache_misses_total").absolute(loads);
+        if lookups > 0 {
+            metrics::gauge!("xqtb_block_cache_hit_ratio")
+                .set(lookups.saturating_sub(loads) as f64 / lookups as f64);
+        }
         let mut ws: Vec<_> = workers.iter().collect();
         ws.sort_by(|a, b| a.0.cmp(b.0));
         for (id, w) in ws {
             let current = w
                 .lease
                 .as_ref()
-                .and_then(|l| s.jobs().find(|(_, j)| j.lease.as_ref().is_some_and(|x| &x.id == l)))
+                .and_then(|l| {
+                    s.jobs()
+                        .find(|(_, j)| j.lease.as_ref().is_some_and(|x| &x.id == l))
+                })
                 .map(|(sig, _)| sig.name())
                 .unwrap_or_default();
             resp.workers.push(WorkerStatus {
@@ -265,7 +302,10 @@ impl State {
                     return Err(format!("the shard holds {}, not {sig}", t.header.signature));
                 }
                 if t.header.rules != self.rules {
-                    return Err(format!("the shard was solved under {}", t.header.rules.name()));
+                    return Err(format!(
+                        "the shard was solved under {}",
+                        t.header.rules.name()
+                    ));
                 }
                 t.header
                     .check_index(&storage_format::TableIndex::new(sig))
@@ -307,7 +347,8 @@ fn lease_status(e: LeaseError) -> Status {
 }
 
 fn parse_sig(text: &str) -> Result<Signature, Status> {
-    text.parse().map_err(|e| Status::invalid_argument(format!("bad signature '{text}': {e}")))
+    text.parse()
+        .map_err(|e| Status::invalid_argument(format!("bad signature '{text}': {e}")))
 }
 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<ShardChunk, Status>> + Send>>;
@@ -404,7 +445,11 @@ impl Jobs for JobsService {
                 attempt: g.attempt,
             }
         });
-        Ok(Response::new(LeaseResponse { job, retry_after_ms: 500, all_done }))
+        Ok(Response::new(LeaseResponse {
+            job,
+            retry_after_ms: 500,
+            all_done,
+        }))
     }
 
     async fn heartbeat(
@@ -425,11 +470,17 @@ impl Jobs for JobsService {
             Ok((expires, record)) => {
                 // Progress is advisory; persisting every heartbeat would only wear the disk.
                 let _ = record;
-                Ok(Response::new(HeartbeatResponse { keep_going: true, expires_at_ms: expires }))
+                Ok(Response::new(HeartbeatResponse {
+                    keep_going: true,
+                    expires_at_ms: expires,
+                }))
             }
             Err(e) => {
                 tracing::warn!(worker = %r.worker_id, lease = %r.lease_id, "heartbeat refused: {e}");
-                Ok(Response::new(HeartbeatResponse { keep_going: false, expires_at_ms: 0 }))
+                Ok(Response::new(HeartbeatResponse {
+                    keep_going: false,
+                    expires_at_ms: 0,
+                }))
             }
         }
     }
@@ -463,7 +514,10 @@ impl Jobs for JobsService {
         let message = tokio::task::spawn_blocking(move || state.commit(&lease, &sig, &bytes))
             .await
             .map_err(|e| Status::internal(e.to_string()))??;
-        Ok(Response::new(UploadResponse { accepted: true, message }))
+        Ok(Response::new(UploadResponse {
+            accepted: true,
+            message,
+        }))
     }
 
     async fn report_failure(
@@ -567,7 +621,11 @@ impl Tablebase for TablebaseService {
         req: Request<MainlineRequest>,
     ) -> Result<Response<MainlineResponse>, Status> {
         self.0.access.check(&req, false)?;
-        let line = self.0.probe.mainline_fen(&req.get_ref().fen).map_err(probe_status)?;
+        let line = self
+            .0
+            .probe
+            .mainline_fen(&req.get_ref().fen)
+            .map_err(probe_status)?;
         Ok(Response::new(MainlineResponse {
             fen: line.fen.clone(),
             wdl: line.value.wdl().into(),
@@ -608,16 +666,28 @@ impl Tablebase for TablebaseService {
         Ok(Response::new(shard_stream(&self.0.store, &sig)?))
     }
 
-    async fn submit(&self, req: Request<SubmitRequest>) -> Result<Response<SubmitResponse>, Status> {
+    async fn submit(
+        &self,
+        req: Request<SubmitRequest>,
+    ) -> Result<Response<SubmitResponse>, Status> {
         self.0.access.check(&req, true)?;
-        let sigs: Vec<Signature> =
-            req.get_ref().signatures.iter().map(|s| parse_sig(s)).collect::<Result<_, _>>()?;
+        let sigs: Vec<Signature> = req
+            .get_ref()
+            .signatures
+            .iter()
+            .map(|s| parse_sig(s))
+            .collect::<Result<_, _>>()?;
         let planned = self.0.plan(&sigs)?;
         tracing::info!(planned = planned.len(), "endgames submitted");
-        Ok(Response::new(SubmitResponse { planned: planned.iter().map(|s| s.name()).collect() }))
+        Ok(Response::new(SubmitResponse {
+            planned: planned.iter().map(|s| s.name()).collect(),
+        }))
     }
 
-    async fn status(&self, req: Request<StatusRequest>) -> Result<Response<StatusResponse>, Status> {
+    async fn status(
+        &self,
+        req: Request<StatusRequest>,
+    ) -> Result<Response<StatusResponse>, Status> {
         self.0.access.check(&req, false)?;
         Ok(Response::new(self.0.status()))
     }

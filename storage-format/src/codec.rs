@@ -813,11 +813,13 @@ pub fn encode_table_with(table: &Table, rules: RuleSet, params: &CodecParams) ->
         table.values[s]
             .par_chunks(bv)
             .map_init(
-                || match &prepared {
-                    None => zstd::bulk::Compressor::new(params.level),
-                    Some(d) => zstd::bulk::Compressor::with_prepared_dictionary(d),
-                }
-                .expect("zstd compressor"),
+                || {
+                    match &prepared {
+                        None => zstd::bulk::Compressor::new(params.level),
+                        Some(d) => zstd::bulk::Compressor::with_prepared_dictionary(d),
+                    }
+                    .expect("zstd compressor")
+                },
                 |c, chunk| {
                     let raw = block_bytes(chunk, layout, params.filler);
                     let mut crc = crc32fast::Hasher::new();

@@ -64,6 +64,7 @@ pub struct Tablebase<S: TableStore = Arc<dyn TableStore>> {
     tables: RwLock<HashMap<Signature, Arc<Loaded>>>,
     cache: Cache<BlockKey, Arc<[u8]>, BlockWeight>,
     loads: AtomicU64,
+    lookups: AtomicU64,
     generations: AtomicU32,
     /// Identifies this tablebase in the threads' recent lists.
     id: u64,
@@ -268,6 +269,7 @@ impl<S: TableStore> Tablebase<S> {
             tables: RwLock::new(HashMap::new()),
             cache: Cache::with_weighter(items, bytes.max(1), BlockWeight),
             loads: AtomicU64::new(0),
+            lookups: AtomicU64::new(0),
             generations: AtomicU32::new(0),
             id: NEXT_ID.fetch_add(1, Relaxed),
             epoch: AtomicU64::new(0),
@@ -287,6 +289,11 @@ impl<S: TableStore> Tablebase<S> {
     /// Blocks read from the store and decompressed so far (cache misses).
     pub fn blocks_loaded(&self) -> u64 {
         self.loads.load(Relaxed)
+    }
+
+    /// Block lookups so far (cache hits are `block_lookups() - blocks_loaded()`).
+    pub fn block_lookups(&self) -> u64 {
+        self.lookups.load(Relaxed)
     }
 
     /// Decompressed bytes currently cached.
@@ -455,6 +462,7 @@ impl<S: TableStore> Tablebase<S> {
             side: side.index() as u8,
             block,
         };
+        self.lookups.fetch_add(1, Relaxed);
         let bytes = self
             .cache
             .get_or_insert_with(&key, || self.load_block(t, side, block))?;

@@ -9,7 +9,9 @@ fn index(name: &str) -> TableIndex {
 }
 
 fn mirrored(sq: &[u8]) -> Vec<u8> {
-    sq.iter().map(|&s| Square::from_index(s as usize).unwrap().mirror().index() as u8).collect()
+    sq.iter()
+        .map(|&s| Square::from_index(s as usize).unwrap().mirror().index() as u8)
+        .collect()
 }
 
 /// Sorts each run of identical pieces so placements compare as sets.
@@ -18,7 +20,9 @@ fn normalised(ix: &TableIndex, sq: &[u8]) -> Vec<u8> {
     let mut v = sq.to_vec();
     let mut i = 0;
     while i < v.len() {
-        let j = (i..v.len()).find(|&j| pieces[j] != pieces[i]).unwrap_or(v.len());
+        let j = (i..v.len())
+            .find(|&j| pieces[j] != pieces[i])
+            .unwrap_or(v.len());
         v[i..j].sort_unstable();
         i = j;
     }
@@ -29,8 +33,18 @@ fn check_slot(ix: &TableIndex, slot: u64) {
     let n = ix.piece_count();
     let mut sq = [0u8; MAX_PIECES];
     ix.decode(slot, &mut sq);
-    assert_eq!(ix.encode(&sq[..n]), Some(slot), "{} slot {slot}", ix.signature());
-    assert_eq!(ix.encode(&mirrored(&sq[..n])), Some(slot), "{} mirror of {slot}", ix.signature());
+    assert_eq!(
+        ix.encode(&sq[..n]),
+        Some(slot),
+        "{} slot {slot}",
+        ix.signature()
+    );
+    assert_eq!(
+        ix.encode(&mirrored(&sq[..n])),
+        Some(slot),
+        "{} mirror of {slot}",
+        ix.signature()
+    );
     // Any order of identical pieces gives the same slot.
     let mut rev = sq;
     rev[..n].reverse();
@@ -46,9 +60,14 @@ fn check_slot(ix: &TableIndex, slot: u64) {
 
 #[test]
 fn exhaustive_round_trip_up_to_a_few_million_slots() {
-    for name in ["KRvKR", "KRNvK", "KRvKAN", "KPPvKA", "KCPvKB", "KNNvKAA", "KRvKABB", "KPPPvK"] {
+    for name in [
+        "KRvKR", "KRNvK", "KRvKAN", "KPPvKA", "KCPvKB", "KNNvKAA", "KRvKABB", "KPPPvK",
+    ] {
         let ix = index(name);
-        assert!(ix.size() <= 4_000_000, "{name} too big for the exhaustive test");
+        assert!(
+            ix.size() <= 4_000_000,
+            "{name} too big for the exhaustive test"
+        );
         for slot in 0..ix.size() {
             check_slot(&ix, slot);
         }
@@ -96,7 +115,11 @@ fn every_placement_has_exactly_one_slot() {
                 let slot = ix.encode(sq).expect("legal placement has a slot");
                 let mut back = vec![0u8; sq.len()];
                 ix.decode(slot, &mut back);
-                let (a, b, c) = (normalised(ix, sq), normalised(ix, &back), normalised(ix, &mirrored(sq)));
+                let (a, b, c) = (
+                    normalised(ix, sq),
+                    normalised(ix, &back),
+                    normalised(ix, &mirrored(sq)),
+                );
                 assert!(b == a || b == c, "{sq:?} -> {slot} -> {back:?}");
                 if a == c || b == a {
                     hits[slot as usize] += 1;
@@ -105,7 +128,11 @@ fn every_placement_has_exactly_one_slot() {
             }
             let p = pieces[i];
             let mask = xiangqi::legal_squares(p.color(), p.kind());
-            let min = if i > 0 && pieces[i - 1] == p { sq[i - 1] + 1 } else { 0 };
+            let min = if i > 0 && pieces[i - 1] == p {
+                sq[i - 1] + 1
+            } else {
+                0
+            };
             for s in min..90 {
                 if mask & (1u128 << s) != 0 {
                     sq[i] = s;

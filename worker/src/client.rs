@@ -70,7 +70,11 @@ impl Auth {
     /// The interceptor for `token`.
     pub fn new(token: Option<&str>) -> Result<Auth> {
         Ok(Auth(match token {
-            Some(t) => Some(format!("Bearer {t}").parse().context("the token is not valid in a header")?),
+            Some(t) => Some(
+                format!("Bearer {t}")
+                    .parse()
+                    .context("the token is not valid in a header")?,
+            ),
             None => None,
         }))
     }
@@ -84,9 +88,13 @@ pub async fn connect(url: &str, ca: Option<&PathBuf>) -> Result<Channel> {
         .tcp_nodelay(true);
     if let Some(ca) = ca {
         let pem = std::fs::read(ca).with_context(|| format!("cannot read {}", ca.display()))?;
-        endpoint = endpoint.tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
+        endpoint = endpoint
+            .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
     }
-    endpoint.connect().await.with_context(|| format!("cannot reach the coordinator at {url}"))
+    endpoint
+        .connect()
+        .await
+        .with_context(|| format!("cannot reach the coordinator at {url}"))
 }
 
 /// Resolves once `shutdown` turns true (the borrow guard never outlives this function, so the
@@ -100,19 +108,34 @@ fn is_stopped(shutdown: &watch::Receiver<bool>) -> bool {
 }
 
 /// Runs the worker until every job is done (with `exit_when_done`) or `shutdown` turns true.
-pub async fn run(config: WorkerConfig, mut shutdown: watch::Receiver<bool>) -> Result<WorkerSummary> {
+pub async fn run(
+    config: WorkerConfig,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<WorkerSummary> {
     let cache = Arc::new(
         SledStore::open(&config.cache)
             .with_context(|| format!("cannot open the worker cache {}", config.cache.display()))?,
     );
-    let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(config.threads).build()?);
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(config.threads)
+            .build()?,
+    );
+    register_metrics();
     let mut summary = WorkerSummary::default();
     let mut backoff = Duration::from_millis(200);
     loop {
         if is_stopped(&shutdown) {
             return Ok(summary);
         }
-        let session = session(&config, &cache, &pool, &mut shutdown, &mut summary, &mut backoff);
+        let session = session(
+            &config,
+            &cache,
+            &pool,
+            &mut shutdown,
+            &mut summary,
+            &mut backoff,
+        );
         match session.await {
             Ok(()) => return Ok(summary),
             Err(e) => {
@@ -156,7 +179,12 @@ async fn session(
         if is_stopped(shutdown) {
             return Ok(());
         }
-        let lease = client.lease(LeaseRequest { worker_id: worker_id.clone() }).await?.into_inner();
+        let lease = client
+            .lease(LeaseRequest {
+                worker_id: worker_id.clone(),
+            })
+            .await?
+            .into_inner();
         let Some(job) = lease.job else {
             if lease.all_done && config.exit_when_done {
                 return Ok(());
@@ -168,8 +196,15 @@ async fn session(
             continue;
         };
         let lease_id = job.lease_id.clone();
-        let work =
-            run_job(&mut client, cache, pool, &worker_id, beat, config.debug_delay_upload_ms, job);
+        let work = run_job(
+            &mut client,
+            cache,
+            pool,
+            &worker_id,
+            beat,
+            config.debug_delay_upload_ms,
+            job,
+        );
         let outcome = tokio::select! {
             r = work => r,
             _ = stopped(shutdown) => {
@@ -188,7 +223,11 @@ async fn session(
             Err(JobFailure::Job(e)) => {
                 tracing::error!(worker = %worker_id, lease = %lease_id, "job failed: {e:#}");
                 client
-                    .report_failure(FailureReport { worker_id: worker_id.clone(), lease_id, message: format!("{e:#}") })
+                    .report_failure(FailureReport {
+                        worker_id: worker_id.clone(),
+                        lease_id,
+                        message: format!("{e:#}"),
+                    })
                     .await?;
             }
         }
@@ -223,7 +262,10 @@ async fn run_job(
     job: Job,
 ) -> Result<JobOutcome, JobFailure> {
     let job_err = |e: anyhow::Error| JobFailure::Job(e);
-    let sig: Signature = job.signature.parse().map_err(|e| job_err(anyhow!("bad signature: {e}")))?;
+    let sig: Signature = job
+        .signature
+        .parse()
+        .map_err(|e| job_err(anyhow!("bad signature: {e}")))?;
     let rules: RuleSet = job.rules.parse().map_err(|e: String| job_err(anyhow!(e)))?;
     tracing::info!(worker = %worker_id, job = %sig, lease = %job.lease_id, "solving");
     let progress = Arc::new(AtomicU64::new(0));
@@ -241,7 +283,11 @@ async fn run_job(
                     worker_id: hb_worker.clone(),
                     lease_id: hb_lease.clone(),
                     progress: p,
-                    phase: if p < 0.9 { "solving".into() } else { "verifying".into() },
+                    phase: if p < 0.9 {
+                        "solving".into()
+                    } else {
+                        "verifying".into()
+                    },
                 })
                 .await;
             if let Ok(r) = r
@@ -298,6 +344,7 @@ async fn run_job(
         if delay > 0 {
             tokio::time::sleep(Duration::from_millis(delay)).await;
             if lost.load(Relaxed) {
+                tracing::warn!(worker = %worker_id, job = %sig, "lease lost while waiting to upload; dropping the result");
                 return Ok(JobOutcome::Refused(sig.name()));
             }
         }
@@ -336,7 +383,12 @@ async fn run_job(
 
 /// Downloads the shard of `sig` and checks its length and checksum.
 async fn fetch(client: &mut Client, sig: &Signature) -> Result<Vec<u8>, JobFailure> {
-    let mut stream = client.fetch_table(FetchTableRequest { signature: sig.name() }).await?.into_inner();
+    let mut stream = client
+        .fetch_table(FetchTableRequest {
+            signature: sig.name(),
+        })
+        .await?
+        .into_inner();
     let mut bytes = Vec::new();
     let mut expected = None;
     while let Some(chunk) = stream.message().await? {
@@ -347,9 +399,14 @@ async fn fetch(client: &mut Client, sig: &Signature) -> Result<Vec<u8>, JobFailu
         bytes.extend_from_slice(&chunk.data);
     }
     let check = || -> Result<()> {
-        let Some((len, sum)) = expected else { bail!("empty download of {sig}") };
+        let Some((len, sum)) = expected else {
+            bail!("empty download of {sig}")
+        };
         if bytes.len() as u64 != len {
-            bail!("download of {sig} has {} bytes, expected {len}", bytes.len());
+            bail!(
+                "download of {sig} has {} bytes, expected {len}",
+                bytes.len()
+            );
         }
         if shard::file_checksum(&bytes) != sum {
             bail!("download of {sig} fails its checksum");
@@ -358,4 +415,35 @@ async fn fetch(client: &mut Client, sig: &Signature) -> Result<Vec<u8>, JobFailu
     };
     check().map_err(JobFailure::Job)?;
     Ok(bytes)
+}
+
+/// Describes the worker's metrics and creates its counters at zero.
+fn register_metrics() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_gauge!(
+        "xqtb_worker_solve_entries_per_second",
+        "Entries per second of the last solve"
+    );
+    describe_histogram!(
+        "xqtb_worker_solve_seconds",
+        Unit::Seconds,
+        "Time to solve, verify and encode a table"
+    );
+    describe_counter!("xqtb_worker_entries_solved_total", "Index entries solved");
+    describe_counter!(
+        "xqtb_worker_tables_committed_total",
+        "Tables the coordinator accepted"
+    );
+    describe_counter!(
+        "xqtb_worker_upload_bytes_total",
+        Unit::Bytes,
+        "Bytes uploaded"
+    );
+    for name in [
+        "xqtb_worker_entries_solved_total",
+        "xqtb_worker_tables_committed_total",
+        "xqtb_worker_upload_bytes_total",
+    ] {
+        metrics::counter!(name).increment(0);
+    }
 }

@@ -1,7 +1,6 @@
 //! The xqtb worker: the retrograde solver, its independent verifier, and the loop that solves a
 //! whole dependency closure.
 
-
 pub mod client;
 mod position;
 pub mod solve;

@@ -10,7 +10,11 @@ fn sig(s: &str) -> Signature {
 }
 
 fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
 }
 
 #[test]
@@ -19,9 +23,15 @@ fn one_and_two_threads_give_identical_tables() {
         let s = sig(name);
         let deps: Vec<Signature> = s.closure().into_iter().filter(|d| *d != s).collect();
         let tables = solve_closure_in_memory(&deps, RuleSet::CyclesAreDraws, |_, _| {}).unwrap();
-        let one = in_pool(1, || solve(s, RuleSet::CyclesAreDraws, &tables, &|_| {}).unwrap());
-        let two = in_pool(2, || solve(s, RuleSet::CyclesAreDraws, &tables, &|_| {}).unwrap());
-        let four = in_pool(4, || solve(s, RuleSet::CyclesAreDraws, &tables, &|_| {}).unwrap());
+        let one = in_pool(1, || {
+            solve(s, RuleSet::CyclesAreDraws, &tables, &|_| {}).unwrap()
+        });
+        let two = in_pool(2, || {
+            solve(s, RuleSet::CyclesAreDraws, &tables, &|_| {}).unwrap()
+        });
+        let four = in_pool(4, || {
+            solve(s, RuleSet::CyclesAreDraws, &tables, &|_| {}).unwrap()
+        });
         assert!(one.values == two.values, "{name}: 1 vs 2 threads differ");
         assert!(one.values == four.values, "{name}: 1 vs 4 threads differ");
     }
@@ -37,12 +47,17 @@ fn verifier_catches_corrupted_values() {
     // Pick slots of each kind and change them in ways that keep the code valid.
     let reds = &good.values[0];
     let find = |want: fn(Value) -> bool| {
-        (0..reds.len()).find(|&i| want(Value::decode(reds[i]))).expect("such a slot exists")
+        (0..reds.len())
+            .find(|&i| want(Value::decode(reds[i])))
+            .expect("such a slot exists")
     };
     let corruptions: Vec<(usize, Value)> = vec![
         (find(|v| matches!(v, Value::Win(d) if d > 1)), Value::Win(1)),
         (find(|v| matches!(v, Value::Win(_))), Value::Draw),
-        (find(|v| matches!(v, Value::Win(d) if d > 3)), Value::Loss(2)),
+        (
+            find(|v| matches!(v, Value::Win(d) if d > 3)),
+            Value::Loss(2),
+        ),
         (find(|v| v == Value::Illegal), Value::Draw),
         (find(|v| matches!(v, Value::Win(_))), Value::Illegal),
     ];
@@ -51,7 +66,10 @@ fn verifier_catches_corrupted_values() {
         t.values[0][slot] = bad.encode();
         let err = verify(&t, &deps).expect_err("corruption must be caught");
         assert_eq!(err.signature, s);
-        assert!(err.to_string().contains("verification of KRvKA failed"), "{err}");
+        assert!(
+            err.to_string().contains("verification of KRvKA failed"),
+            "{err}"
+        );
     }
     // A corrupted value in a position's successor is caught too (by the predecessor's check or
     // its own): flip one loss to a longer loss.
@@ -60,7 +78,9 @@ fn verifier_catches_corrupted_values() {
         .find(|&i| matches!(Value::decode(black[i]), Value::Loss(d) if d >= 2))
         .unwrap();
     let mut t = good.clone();
-    let Value::Loss(d) = Value::decode(t.values[1][slot]) else { unreachable!() };
+    let Value::Loss(d) = Value::decode(t.values[1][slot]) else {
+        unreachable!()
+    };
     t.values[1][slot] = Value::Loss(d + 2).encode();
     assert!(verify(&t, &deps).is_err());
 }
@@ -70,10 +90,18 @@ fn missing_dependency_is_named() {
     let mut partial = MemoryTables::new();
     let krk = solve_closure_in_memory(&[sig("KRvK")], RuleSet::CyclesAreDraws, |_, _| {}).unwrap();
     partial.insert(Arc::clone(krk.get(&sig("KRvK")).unwrap()));
-    let err = solve(sig("KRvKR"), RuleSet::CyclesAreDraws, &MemoryTables::new(), &|_| {});
+    let err = solve(
+        sig("KRvKR"),
+        RuleSet::CyclesAreDraws,
+        &MemoryTables::new(),
+        &|_| {},
+    );
     assert_eq!(
         err.unwrap_err(),
-        SolveError::MissingDependency { table: sig("KRvKR"), missing: sig("KRvK") }
+        SolveError::MissingDependency {
+            table: sig("KRvKR"),
+            missing: sig("KRvK")
+        }
     );
     let err = solve(sig("KRNvK"), RuleSet::CyclesAreDraws, &partial, &|_| {}).unwrap_err();
     match &err {
@@ -84,8 +112,10 @@ fn missing_dependency_is_named() {
         other => panic!("unexpected error {other}"),
     }
     assert!(err.to_string().contains("KNvK"), "{err}");
-    let JobError::Solve(_) = worker::solve_and_verify(sig("KRNvK"), RuleSet::CyclesAreDraws, &partial, &|_| {}).unwrap_err() else {
+    let JobError::Solve(_) =
+        worker::solve_and_verify(sig("KRNvK"), RuleSet::CyclesAreDraws, &partial, &|_| {})
+            .unwrap_err()
+    else {
         panic!("expected a solve error");
     };
 }
-

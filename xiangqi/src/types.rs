@@ -271,7 +271,7 @@ impl Square {
     /// Left-right mirror image.
     #[inline]
     pub const fn mirror(self) -> Square {
-        Square(self.0 - 2 * self.file() + 8)
+        Square(self.0 + 8 - 2 * self.file())
     }
 
     /// The square seen from the other side (rotation by 180 degrees).
