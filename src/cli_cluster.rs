@@ -543,21 +543,13 @@ pub fn download(args: DownloadArgs) -> Result<()> {
                 .progress_chars("=> "),
             );
             bar.set_prefix(sig.name());
-            let mut bytes = Vec::new();
-            let mut expected = None;
-            while let Some(chunk) = stream.message().await.map_err(status_error)? {
-                if expected.is_none() {
-                    expected = Some((chunk.total_bytes, chunk.file_checksum));
-                    bar.set_length(chunk.total_bytes);
-                }
-                bytes.extend_from_slice(&chunk.data);
-                bar.set_position(bytes.len() as u64);
-            }
+            let bytes = worker::client::receive_shard(&mut stream, &sig, |done, total| {
+                bar.set_length(total);
+                bar.set_position(done);
+            })
+            .await
+            .with_context(|| format!("nothing written for {sig}"))?;
             bar.finish_and_clear();
-            let (len, sum) = expected.ok_or_else(|| anyhow!("empty download of {sig}"))?;
-            if bytes.len() as u64 != len || storage_format::shard::file_checksum(&bytes) != sum {
-                bail!("download of {sig} is incomplete or corrupt; nothing written");
-            }
             storage_format::shard::read_shard(&bytes)
                 .with_context(|| format!("download of {sig}"))?;
             let path = args

@@ -708,3 +708,106 @@ fn metrics_endpoints_serve_the_named_metrics() {
         assert!(text.contains(name), "worker metrics lack {name}:\n{text}");
     }
 }
+
+#[test]
+fn tls_with_a_ca_file() {
+    let dir = TempDir::new("tls");
+    let (key, cert, ca_key, ca) = (
+        dir.path("key.pem"),
+        dir.path("cert.pem"),
+        dir.path("ca-key.pem"),
+        dir.path("ca.pem"),
+    );
+    let openssl = |args: &[&str]| {
+        Command::new("openssl")
+            .args(args)
+            .current_dir(&dir.0)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    std::fs::write(
+        dir.path("ext.cnf"),
+        "basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .unwrap();
+    let made = openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=xqtb test CA",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca.pem",
+    ]) && openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "req.pem",
+    ]) && openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "req.pem",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
+        "-out",
+        "cert.pem",
+    ]);
+    if !made || !ca_key.exists() {
+        eprintln!("skipping the TLS test: openssl cannot make test certificates");
+        return;
+    }
+    let port = free_port();
+    let (k, c) = (key.display().to_string(), cert.display().to_string());
+    let ca = ca.display().to_string();
+    let mut coord = coordinator(&dir, port, &["--tls-cert", &c, "--tls-key", &k]);
+    let url = format!("https://localhost:{port}");
+    let start = Instant::now();
+    loop {
+        let out = Command::new(BIN)
+            .args(["health", "--server", &url, "--ca", &ca])
+            .output()
+            .unwrap();
+        if out.status.success() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no TLS health: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            coord.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Without the CA the server is not trusted; plain HTTP gets no answer.
+    let out = Command::new(BIN)
+        .args(["health", "--server", &url])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let out = Command::new(BIN)
+        .args(["health", "--server", &format!("http://localhost:{port}")])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    coord.kill();
+}

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use storage_format::store::SledStore;
 use storage_format::{RuleSet, Signature};
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 /// Largest gRPC message accepted (chunks are much smaller; batch probes may be larger).
@@ -69,6 +69,10 @@ impl Coordinator {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        // Small request/response exchanges must not wait for delayed ACKs (Nagle).
+        let incoming = TcpIncoming::from(listener)
+            .with_nodelay(Some(true))
+            .with_keepalive(Some(std::time::Duration::from_secs(30)));
         let (shutdown, mut rx) = tokio::sync::watch::channel(false);
 
         let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -116,7 +120,7 @@ impl Coordinator {
                 }
             });
             let result = router
-                .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+                .serve_with_incoming_shutdown(incoming, async move {
                     let _ = rx.wait_for(|stop| *stop).await;
                 })
                 .await;

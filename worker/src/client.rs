@@ -3,7 +3,7 @@
 //! backoff when the coordinator is away; on shutdown it hands its job back.
 
 use crate::{Progress, solve_and_verify};
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use proto::v1::jobs_client::JobsClient;
 use proto::v1::*;
 use std::path::PathBuf;
@@ -381,7 +381,7 @@ async fn run_job(
     result
 }
 
-/// Downloads the shard of `sig` and checks its length and checksum.
+/// Downloads the shard of `sig` from the coordinator into the worker's hands.
 async fn fetch(client: &mut Client, sig: &Signature) -> Result<Vec<u8>, JobFailure> {
     let mut stream = client
         .fetch_table(FetchTableRequest {
@@ -389,31 +389,65 @@ async fn fetch(client: &mut Client, sig: &Signature) -> Result<Vec<u8>, JobFailu
         })
         .await?
         .into_inner();
+    match receive_shard(&mut stream, sig, |_, _| {}).await {
+        Ok(bytes) => Ok(bytes),
+        Err(ShardReceiveError::Transport(s)) => Err(s.into()),
+        Err(e) => Err(JobFailure::Job(e.into())),
+    }
+}
+
+/// Why a streamed shard was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardReceiveError {
+    /// The stream broke off.
+    #[error("download failed: {}: {}", .0.code(), .0.message())]
+    Transport(#[from] tonic::Status),
+    /// Nothing arrived.
+    #[error("empty download of {0}")]
+    Empty(Signature),
+    /// The length differs from the announced one.
+    #[error("download of {sig} has {got} bytes, expected {want}")]
+    Length {
+        /// The table.
+        sig: Signature,
+        /// Bytes received.
+        got: u64,
+        /// Bytes announced.
+        want: u64,
+    },
+    /// The bytes fail the announced checksum.
+    #[error("download of {0} fails its checksum")]
+    Checksum(Signature),
+}
+
+/// Collects a streamed shard file (from `FetchTable` or `DownloadShard`) and checks it against the
+/// length and CRC-32 announced in its first chunk. `progress(received, total)` sees each chunk.
+pub async fn receive_shard(
+    stream: &mut tonic::Streaming<ShardChunk>,
+    sig: &Signature,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<Vec<u8>, ShardReceiveError> {
     let mut bytes = Vec::new();
     let mut expected = None;
     while let Some(chunk) = stream.message().await? {
-        if expected.is_none() {
-            expected = Some((chunk.total_bytes, chunk.file_checksum));
-            bytes.reserve(chunk.total_bytes as usize);
+        let (total, _) = *expected.get_or_insert((chunk.total_bytes, chunk.file_checksum));
+        if bytes.is_empty() {
+            bytes.reserve(total as usize);
         }
         bytes.extend_from_slice(&chunk.data);
+        progress(bytes.len() as u64, total);
     }
-    let check = || -> Result<()> {
-        let Some((len, sum)) = expected else {
-            bail!("empty download of {sig}")
-        };
-        if bytes.len() as u64 != len {
-            bail!(
-                "download of {sig} has {} bytes, expected {len}",
-                bytes.len()
-            );
-        }
-        if shard::file_checksum(&bytes) != sum {
-            bail!("download of {sig} fails its checksum");
-        }
-        Ok(())
-    };
-    check().map_err(JobFailure::Job)?;
+    let (want, sum) = expected.ok_or(ShardReceiveError::Empty(*sig))?;
+    if bytes.len() as u64 != want {
+        return Err(ShardReceiveError::Length {
+            sig: *sig,
+            got: bytes.len() as u64,
+            want,
+        });
+    }
+    if shard::file_checksum(&bytes) != sum {
+        return Err(ShardReceiveError::Checksum(*sig));
+    }
     Ok(bytes)
 }
 
