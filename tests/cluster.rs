@@ -347,10 +347,11 @@ fn shard_of(sig: &str) -> Vec<u8> {
     ))
 }
 
+type JobsClientWithAuth =
+    JobsClient<tonic::service::interceptor::InterceptedService<Channel, worker::client::Auth>>;
+
 async fn upload(
-    client: &mut JobsClient<
-        tonic::service::interceptor::InterceptedService<Channel, worker::client::Auth>,
-    >,
+    client: &mut JobsClientWithAuth,
     lease: &str,
     sig: &str,
     bytes: Vec<u8>,
@@ -370,6 +371,17 @@ async fn upload(
         .upload(tokio_stream::iter(chunks))
         .await
         .map(|r| r.into_inner())
+}
+
+async fn lease_job(c: &mut JobsClientWithAuth, id: &str) -> Job {
+    let r = c
+        .lease(LeaseRequest {
+            worker_id: id.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    r.job.expect("a job is ready")
 }
 
 #[test]
@@ -423,15 +435,7 @@ fn uploads_tokens_and_errors_are_checked() {
             .into_inner()
             .worker_id;
         // A corrupted upload is refused and the job goes back to the queue.
-        let job = c
-            .lease(LeaseRequest {
-                worker_id: id.clone(),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .job
-            .unwrap();
+        let job = lease_job(&mut c, &id).await;
         let mut bad = shard_of("KRvK");
         let mid = bad.len() / 2;
         bad[mid] ^= 0x10;
@@ -440,15 +444,7 @@ fn uploads_tokens_and_errors_are_checked() {
             .unwrap_err();
         assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
         // The same lease is now stale; a new lease is granted for attempt 2.
-        let job2 = c
-            .lease(LeaseRequest {
-                worker_id: id.clone(),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .job
-            .unwrap();
+        let job2 = lease_job(&mut c, &id).await;
         assert_eq!(job2.attempt, 2);
         // A stale lease: let it expire, then upload a good table.
         tokio::time::sleep(Duration::from_millis(1600)).await;
@@ -456,15 +452,7 @@ fn uploads_tokens_and_errors_are_checked() {
             .await
             .unwrap_err();
         assert_eq!(err.code(), tonic::Code::FailedPrecondition, "{err}");
-        let job3 = c
-            .lease(LeaseRequest {
-                worker_id: id.clone(),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .job
-            .unwrap();
+        let job3 = lease_job(&mut c, &id).await;
         let ok = upload(&mut c, &job3.lease_id, "KRvK", shard_of("KRvK"))
             .await
             .unwrap();

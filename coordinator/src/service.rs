@@ -269,6 +269,17 @@ impl State {
         resp
     }
 
+    /// Marks the worker holding `lease_id` idle (its job was committed or handed back).
+    fn release_worker(&self, lease_id: &str) {
+        for w in self.workers.lock().expect("workers lock").values_mut() {
+            if w.lease.as_deref() == Some(lease_id) {
+                w.lease = None;
+                w.progress = 0.0;
+                w.phase = "idle".into();
+            }
+        }
+    }
+
     /// The shard-file checksum of a committed table, computed once.
     fn shard_checksum(&self, sig: &Signature) -> Result<u32, Status> {
         if let Some(c) = self.checksums.lock().expect("lock").get(sig) {
@@ -328,6 +339,7 @@ impl State {
             .map_err(|e| Status::internal(format!("cannot store {sig}: {e}")))?;
         let changed = s.finish(lease_id, now).map_err(lease_status)?;
         self.persist_status(&changed)?;
+        self.release_worker(lease_id);
         metrics::counter!("xqtb_uploads_total", "result" => "accepted").increment(1);
         metrics::counter!("xqtb_upload_bytes_total").increment(bytes.len() as u64);
         tracing::info!(lease = lease_id, table = %sig, bytes = bytes.len(), "table committed");
@@ -468,8 +480,8 @@ impl Jobs for JobsService {
         };
         match result {
             Ok((expires, record)) => {
-                // Progress is advisory; persisting every heartbeat would only wear the disk.
-                let _ = record;
+                // Persisting the renewed expiry lets a restarted coordinator honour the lease.
+                self.0.persist_status(&[record])?;
                 Ok(Response::new(HeartbeatResponse {
                     keep_going: true,
                     expires_at_ms: expires,
@@ -477,6 +489,7 @@ impl Jobs for JobsService {
             }
             Err(e) => {
                 tracing::warn!(worker = %r.worker_id, lease = %r.lease_id, "heartbeat refused: {e}");
+                self.0.release_worker(&r.lease_id);
                 Ok(Response::new(HeartbeatResponse {
                     keep_going: false,
                     expires_at_ms: 0,
@@ -532,10 +545,7 @@ impl Jobs for JobsService {
             s.fail(&r.lease_id, &r.message).map_err(lease_status)?
         };
         self.0.persist_status(&[record])?;
-        self.0.touch_worker(&r.worker_id, |w| {
-            w.lease = None;
-            w.phase = "idle".into();
-        });
+        self.0.release_worker(&r.lease_id);
         Ok(Response::new(FailureResponse {}))
     }
 
