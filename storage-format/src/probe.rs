@@ -72,22 +72,6 @@ pub struct Tablebase<S: TableStore = Arc<dyn TableStore>> {
     epoch: AtomicU64,
 }
 
-/// The slot of a canonical board, or why it has none.
-fn slot_in(index: &TableIndex, canon: &Board) -> Result<u64, ProbeError> {
-    let squares: [u8; MAX_PIECES] = index
-        .squares_of(canon)
-        .ok_or_else(|| ProbeError::Illegal("material does not match the table".into()))?;
-    let n = index.piece_count();
-    if !index.placement_is_possible(&squares[..n]) {
-        return Err(ProbeError::Illegal(
-            "two pawns of one side that have not crossed the river stand on one file".into(),
-        ));
-    }
-    index
-        .encode(&squares[..n])
-        .ok_or_else(|| ProbeError::Illegal("a piece stands off its legal points".into()))
-}
-
 /// A position's table and canonical placement, for the values of its quiet moves.
 struct MoveContext {
     table: Arc<Loaded>,
@@ -507,7 +491,7 @@ impl<S: TableStore> Tablebase<S> {
         }
         let side = canon.side_to_move();
         let (slot, v) = self.with_table(&sig, |t| {
-            slot_in(&t.index, &canon).map(|slot| (slot, self.value_in(t, side, slot)))
+            crate::table::slot_of(&t.index, &canon).map(|slot| (slot, self.value_in(t, side, slot)))
         })??;
         match v {
             Ok(v) => Ok((Some(sig), v)),

@@ -4,10 +4,11 @@
 //! sides are joined by `v` with the stronger side first (`KRNvKR`, `KCPABvKAABB`). The canonical
 //! table always gives the stronger side to Red.
 //!
-//! Strength order (documented so canonical names are stable): sides are compared first by
-//! material value with chariot 9, cannon 4.5, horse 4, pawn 1.5, advisor 2, elephant 2 (in half
-//! points: 18, 9, 8, 3, 4, 4); ties are broken by the counts of R, C, N, P, A, B in that order.
-//! Equal sides are symmetric material (`KRvKR`): either colour may come first.
+//! Strength order (documented so canonical names are stable): sides are compared first by the
+//! value of their attacking pieces, chariot 9, cannon 4.5, horse 4, pawn 1.5 (in half points:
+//! 18, 9, 8, 3), since only attackers can mate; then by their defenders (advisors and elephants,
+//! 2 each); ties are broken by the counts of R, C, N, P, A, B in that order. So `KPABvKAABB`, not
+//! `KAABBvKPAB`. Equal sides are symmetric material (`KRvKR`): either colour may come first.
 
 use std::fmt;
 use std::str::FromStr;
@@ -120,17 +121,17 @@ impl Material {
         }
     }
 
-    fn strength_key(&self, color: Color) -> (u32, [u8; 6]) {
+    fn strength_key(&self, color: Color) -> (u32, u32, [u8; 6]) {
         let c = &self.counts[color.index()];
         let k = |kind: PieceKind| c[kind.index()];
-        let value = 18 * k(PieceKind::Rook) as u32
+        let attack = 18 * k(PieceKind::Rook) as u32
             + 9 * k(PieceKind::Cannon) as u32
             + 8 * k(PieceKind::Horse) as u32
-            + 3 * k(PieceKind::Pawn) as u32
-            + 4 * k(PieceKind::Advisor) as u32
-            + 4 * k(PieceKind::Elephant) as u32;
+            + 3 * k(PieceKind::Pawn) as u32;
+        let defence = 4 * k(PieceKind::Advisor) as u32 + 4 * k(PieceKind::Elephant) as u32;
         (
-            value,
+            attack,
+            defence,
             [
                 k(PieceKind::Rook),
                 k(PieceKind::Cannon),
@@ -424,6 +425,8 @@ mod tests {
             ("KHvKE", "KNvKB"),
             ("KRvKAA", "KRvKAA"),
             ("KAAvKR", "KRvKAA"),
+            ("KAABBvKPAB", "KPABvKAABB"),
+            ("KAvKP", "KPvKA"),
             ("KRvKR", "KRvKR"),
         ] {
             let s = sig(input);

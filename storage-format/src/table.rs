@@ -152,13 +152,19 @@ impl MemoryTables {
     }
 }
 
-/// The slot of a canonical board in its table's index.
+/// The slot of a canonical board in its table's index, or why it has none.
 pub fn slot_of(index: &TableIndex, canon: &Board) -> Result<u64, ProbeError> {
     let squares: [u8; MAX_PIECES] = index
         .squares_of(canon)
         .ok_or_else(|| ProbeError::Illegal("material does not match the table".into()))?;
+    let n = index.piece_count();
+    if !index.placement_is_possible(&squares[..n]) {
+        return Err(ProbeError::Illegal(
+            "two pawns of one side that have not crossed the river stand on one file".into(),
+        ));
+    }
     index
-        .encode(&squares)
+        .encode(&squares[..n])
         .ok_or_else(|| ProbeError::Illegal("a piece stands off its legal points".into()))
 }
 
