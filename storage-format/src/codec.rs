@@ -39,7 +39,7 @@ pub const INDEX_SCHEME: u32 = 1;
 pub const DEFAULT_BLOCK_VALUES: u32 = 1 << 14;
 
 /// zstd level unless told otherwise.
-pub const DEFAULT_LEVEL: i32 = 19;
+pub const DEFAULT_LEVEL: i32 = 16;
 
 /// Largest block the format accepts, in values.
 pub const MAX_BLOCK_VALUES: u32 = 1 << 20;

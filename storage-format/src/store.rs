@@ -241,11 +241,29 @@ impl SledStore {
     /// Opens (creating if needed) the store in directory `dir`.
     pub fn open(dir: impl AsRef<Path>) -> Result<SledStore, StoreError> {
         let dir = dir.as_ref().to_path_buf();
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(&dir)
-            .cache_capacity(SLED_CACHE_BYTES)
-            .open()
-            .map_err(|e| StoreError::Io(format!("opening the store {}: {e}", dir.display())))?;
+            .cache_capacity(SLED_CACHE_BYTES);
+        // sled's background flusher can hold the file lock for a moment after a database in
+        // this process was dropped; another process holding it is reported after a few tries.
+        let mut tries = 0;
+        let db = loop {
+            match config.open() {
+                Ok(db) => break db,
+                Err(sled::Error::Io(e))
+                    if e.kind() == std::io::ErrorKind::WouldBlock && tries < 20 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => {
+                    return Err(StoreError::Io(format!(
+                        "opening the store {}: {e} (is another xqtb process using it?)",
+                        dir.display()
+                    )));
+                }
+            }
+        };
         let tree = db.open_tree("xqtb-tables").map_err(io_err)?;
         Ok(SledStore { db, tree, dir })
     }
