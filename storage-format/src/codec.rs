@@ -26,7 +26,7 @@ use crate::value::{DRAW, ILLEGAL, RuleSet, Value};
 use rayon::prelude::*;
 use std::fmt;
 use thiserror::Error;
-use xiangqi::{Board, Color, Square};
+use xiangqi::Color;
 
 /// Version of the header and block encoding described here. Bump on any incompatible change.
 pub const FORMAT_VERSION: u32 = 1;
@@ -997,32 +997,18 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
 /// Sets every slot whose placement cannot be set up, or whose side not to move is in check, to
 /// [`ILLEGAL`]; leaves the others alone.
 pub fn restore_illegal(index: &TableIndex, values: &mut [Vec<u16>; 2]) {
-    let pieces = index.piece_list();
-    let n = index.piece_count();
     let [red, black] = values;
     const CHUNK: usize = 1 << 12;
     red.par_chunks_mut(CHUNK)
         .zip(black.par_chunks_mut(CHUNK))
         .enumerate()
         .for_each(|(c, (r, b))| {
-            let mut sq = [0u8; MAX_PIECES];
             for i in 0..r.len() {
-                let slot = (c * CHUNK + i) as u64;
-                index.decode(slot, &mut sq);
-                if !index.placement_is_possible(&sq[..n]) {
-                    r[i] = ILLEGAL;
-                    b[i] = ILLEGAL;
-                    continue;
-                }
-                let mut board = Board::empty(Color::Red);
-                for (p, &s) in pieces.iter().zip(&sq[..n]) {
-                    board.put(Square::from_index(s as usize).expect("decoded square"), *p);
-                }
-                // Red to move is illegal when Black (not to move) is in check, and vice versa.
-                if board.in_check(Color::Black) {
+                let [red_legal, black_legal] = index.legal_sides((c * CHUNK + i) as u64);
+                if !red_legal {
                     r[i] = ILLEGAL;
                 }
-                if board.in_check(Color::Red) {
+                if !black_legal {
                     b[i] = ILLEGAL;
                 }
             }

@@ -357,6 +357,8 @@ pub struct TableIndex {
     group_of: [[u8; 7]; 2],
     /// Free group of each flat position (`NONE` for kings and defenders).
     group_at: [u8; MAX_PIECES],
+    /// The piece at each flat position (see [`TableIndex::piece_list`]).
+    pieces_at: [Option<Piece>; MAX_PIECES],
 }
 
 /// Order of the free groups from the most significant digit: pawns first, the long-range
@@ -430,6 +432,7 @@ impl TableIndex {
         }
         TableIndex {
             group_at,
+            pieces_at: [None; MAX_PIECES],
             signature,
             homes,
             pair_class,
@@ -443,6 +446,7 @@ impl TableIndex {
             pieces: first,
             group_of,
         }
+        .with_pieces()
     }
 
     /// Slots per side to move of `sig`, remembered after the first call (for planning and
@@ -482,6 +486,15 @@ impl TableIndex {
             .groups()
             .chain(self.homes[1].groups())
             .chain(self.groups.iter())
+    }
+
+    /// Fills the cached piece of each flat position (once, at construction).
+    fn with_pieces(mut self) -> TableIndex {
+        let list = self.piece_list();
+        for (slot, p) in self.pieces_at.iter_mut().zip(list) {
+            *slot = Some(p);
+        }
+        self
     }
 
     /// The piece at each position of the flat square array: Red king, Black king, Red's
@@ -666,10 +679,22 @@ impl TableIndex {
             return None;
         }
         let mut b = Board::empty(side);
-        for (i, p) in self.piece_list().into_iter().enumerate() {
-            b.put(Square::from_index(squares[i] as usize).unwrap(), p);
+        for (p, &s) in self.pieces_at.iter().flatten().zip(squares) {
+            b.put(
+                Square::from_index(s as usize).expect("a square of the board"),
+                *p,
+            );
         }
         Some(b)
+    }
+
+    /// Which sides to move make slot `slot` a legal position, `[Red, Black]`: none when the
+    /// placement cannot be set up, and a side only when the other side is not in check then.
+    pub fn legal_sides(&self, slot: u64) -> [bool; 2] {
+        match self.board(slot, Color::Red) {
+            None => [false; 2],
+            Some(b) => [!b.in_check(Color::Black), !b.in_check(Color::Red)],
+        }
     }
 
     /// The flat square array of `board`, whose material must be this table's (colours as in

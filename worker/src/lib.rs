@@ -56,14 +56,8 @@ pub fn solve_closure_in_memory(
 /// Legal positions of a table per side to move, counted slot by slot.
 pub fn count_legal_slots(index: &storage_format::TableIndex) -> [u64; 2] {
     use rayon::prelude::*;
-    xiangqi::Color::ALL.map(|side| {
-        (0..index.size())
-            .into_par_iter()
-            .filter(|&slot| {
-                index
-                    .board(slot, side)
-                    .is_some_and(|b| !b.opponent_in_check())
-            })
-            .count() as u64
-    })
+    (0..index.size())
+        .into_par_iter()
+        .map(|slot| index.legal_sides(slot).map(u64::from))
+        .reduce(|| [0, 0], |a, b| [a[0] + b[0], a[1] + b[1]])
 }
