@@ -55,7 +55,12 @@ pub fn run(args: SolveArgs) -> Result<()> {
     let mut tables = MemoryTables::new();
     let all_start = Instant::now();
     let cpu_start = cpu_seconds();
-    for sig in closure {
+    for (i, &sig) in closure.iter().enumerate() {
+        // Only tables that later ones capture into stay in memory, so a long closure holds its
+        // dependencies, not everything solved so far.
+        let later = &closure[i + 1..];
+        let needed_later = |t: &Signature| later.iter().any(|s| s.capture_targets().contains(t));
+        tables.retain(|t| needed_later(t) || sig.capture_targets().contains(t));
         if let Some(h) = store.header(&sig)? {
             if h.rules != args.rules {
                 bail!(
@@ -113,6 +118,7 @@ pub fn run(args: SolveArgs) -> Result<()> {
         let start = Instant::now();
         let encoded = pool.install(|| encode_table(&table, args.rules));
         let encode_secs = start.elapsed().as_secs_f64();
+        let keep = needed_later(&sig).then(|| Arc::new(table));
         store.put_table(&encoded)?;
         let legal: u64 = stats.legal.iter().sum();
         println!(
@@ -122,7 +128,9 @@ pub fn run(args: SolveArgs) -> Result<()> {
             encoded.blocks.iter().map(Vec::len).sum::<usize>(),
             encoded.stored_bytes() as f64 * 8.0 / legal.max(1) as f64,
         );
-        tables.insert(Arc::new(table));
+        if let Some(table) = keep {
+            tables.insert(table);
+        }
     }
     println!(
         "all done: {:.2} s wall, {:.2} s CPU, peak memory {}",

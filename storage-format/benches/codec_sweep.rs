@@ -35,7 +35,7 @@ fn variants(groups: &[String]) -> Vec<(String, CodecParams)> {
         }
     }
     if want("levels") {
-        for level in [1, 3, 9, 22] {
+        for level in [1, 3, 9, 12, 13, 14, 15, 16, 19, 22] {
             out.push((
                 format!("level {level}"),
                 CodecParams {

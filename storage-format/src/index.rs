@@ -22,6 +22,7 @@
 //! are found by [`TableIndex::board`] followed by the usual check test.
 
 use crate::signature::Signature;
+use strength_reduce::StrengthReducedU64;
 use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
 
 /// Most pieces a table may hold (kings included).
@@ -162,6 +163,10 @@ impl Group {
     /// Writes the squares of rank `r` (increasing) into the group's place in the flat array.
     #[inline]
     fn write_squares(&self, r: u64, out: &mut [u8]) {
+        if self.count == 1 {
+            out[self.first] = self.squares[r as usize];
+            return;
+        }
         let dst = &mut out[self.first..self.first + self.count];
         if !self.placements.is_empty() {
             let at = r as usize * self.count;
@@ -205,6 +210,8 @@ struct Home {
     /// them share a point.
     id: Vec<u32>,
     configs: Vec<(u32, u32, u32)>,
+    /// The points of each configuration: king, advisors, elephants (unused entries 0).
+    config_points: Vec<[u8; 5]>,
     mirror: Vec<u32>,
     a_size: u64,
     b_size: u64,
@@ -231,6 +238,7 @@ impl Home {
             elephants,
             id: vec![u32::MAX; (9 * a_size * b_size) as usize],
             configs: Vec::new(),
+            config_points: Vec::new(),
             mirror: Vec::new(),
             a_size,
             b_size,
@@ -250,6 +258,11 @@ impl Home {
                         let key = home.key(k, a, b);
                         home.id[key] = home.configs.len() as u32;
                         home.configs.push((k, a, b));
+                        let mut points = [0u8; 5];
+                        for (p, s) in points.iter_mut().zip(home.points(&sq)) {
+                            *p = s;
+                        }
+                        home.config_points.push(points);
                     }
                 }
             }
@@ -298,6 +311,18 @@ impl Home {
         ];
         for (g, r) in parts.into_iter().filter_map(|(g, r)| g.map(|g| (g, r))) {
             g.write_squares(r as u64, out);
+        }
+    }
+
+    /// Writes the points of configuration `c` into their places in the flat array.
+    #[inline]
+    fn write_config(&self, c: usize, out: &mut [u8]) {
+        let points = &self.config_points[c];
+        out[self.king.first] = points[0];
+        let mut i = 1;
+        for g in self.advisors.iter().chain(self.elephants.iter()) {
+            out[g.first..g.first + g.count].copy_from_slice(&points[i..i + g.count]);
+            i += g.count;
         }
     }
 
@@ -352,8 +377,16 @@ pub struct TableIndex {
     /// `half[i]` = number of mirror classes of groups `i..`, with `half[m] = 1`.
     half: Vec<u64>,
     full: u64,
+    /// The divisors of decoding, strength-reduced (decoding every slot of a table in turn is
+    /// the solver's commonest operation, and hardware division dominated it).
+    full_div: StrengthReducedU64,
+    size_div: Vec<StrengthReducedU64>,
+    stride_div: Vec<StrengthReducedU64>,
+    half_div: Vec<StrengthReducedU64>,
     size: u64,
     pieces: usize,
+    /// Some side has two or more pawns (so a file may hold two uncrossed ones).
+    has_pawn_pairs: bool,
     group_of: [[u8; 7]; 2],
     /// Free group of each flat position (`NONE` for kings and defenders).
     group_at: [u8; MAX_PIECES],
@@ -430,7 +463,15 @@ impl TableIndex {
         for (i, g) in groups.iter().enumerate() {
             group_at[g.first..g.first + g.count].fill(i as u8);
         }
+        let size_div = groups
+            .iter()
+            .map(|g| StrengthReducedU64::new(g.size))
+            .collect();
         TableIndex {
+            has_pawn_pairs: groups
+                .iter()
+                .any(|g| g.kind == PieceKind::Pawn && g.count > 1),
+            size_div,
             group_at,
             pieces_at: [None; MAX_PIECES],
             signature,
@@ -439,6 +480,9 @@ impl TableIndex {
             pair_asym,
             pair_sym,
             groups,
+            full_div: StrengthReducedU64::new(full),
+            stride_div: stride.iter().map(|&d| StrengthReducedU64::new(d)).collect(),
+            half_div: half.iter().map(|&d| StrengthReducedU64::new(d)).collect(),
             stride,
             half,
             full,
@@ -563,29 +607,29 @@ impl TableIndex {
         let asym_total = self.pair_asym.len() as u64 * self.full;
         let (cr, cb);
         if idx < asym_total {
-            (cr, cb) = self.pair_asym[(idx / self.full) as usize];
-            self.full_digits(idx % self.full, 0, &mut ranks);
+            let (pair, rest) = StrengthReducedU64::div_rem(idx, self.full_div);
+            (cr, cb) = self.pair_asym[pair as usize];
+            self.full_digits(rest, 0, &mut ranks);
         } else {
-            let j = idx - asym_total;
-            (cr, cb) = self.pair_sym[(j / self.half[0]) as usize];
-            let mut h = j % self.half[0];
+            let (pair, mut h) = StrengthReducedU64::div_rem(idx - asym_total, self.half_div[0]);
+            (cr, cb) = self.pair_sym[pair as usize];
             for i in 0..ng {
                 let g = &self.groups[i];
                 let asym_block = g.asym.len() as u64 * self.stride[i];
                 if h >= asym_block {
-                    h -= asym_block;
-                    ranks[i] = g.sym[(h / self.half[i + 1]) as usize] as u64;
-                    h %= self.half[i + 1];
+                    let (q, r) = StrengthReducedU64::div_rem(h - asym_block, self.half_div[i + 1]);
+                    ranks[i] = g.sym[q as usize] as u64;
+                    h = r;
                 } else {
-                    ranks[i] = g.asym[(h / self.stride[i]) as usize] as u64;
-                    self.full_digits(h % self.stride[i], i + 1, &mut ranks);
+                    let (q, r) = StrengthReducedU64::div_rem(h, self.stride_div[i]);
+                    ranks[i] = g.asym[q as usize] as u64;
+                    self.full_digits(r, i + 1, &mut ranks);
                     break;
                 }
             }
         }
         for (home, c) in self.homes.iter().zip([cr, cb]) {
-            let (k, a, b) = home.configs[c as usize];
-            home.squares(k, a, b, out);
+            home.write_config(c as usize, out);
         }
         for (i, g) in self.groups.iter().enumerate() {
             g.write_squares(ranks[i], out);
@@ -593,53 +637,107 @@ impl TableIndex {
     }
 
     /// The slot after the piece at flat position `pos` of `squares`, the decoded placement of
-    /// `slot`, moves to `to`. Moves of chariots, horses, cannons and pawns under an asymmetric
-    /// home pair (most slots) only change their group's digit; everything else is re-encoded.
+    /// `slot`, moves to `to`; `None` when `to` is off that piece's points, as for
+    /// [`TableIndex::encode`]. Under an asymmetric home pair (most slots), moves of chariots,
+    /// horses, cannons and pawns only change their group's digit, and moves of home pieces only
+    /// the pair's, unless the new pair is stored mirrored; everything else is re-encoded.
     #[inline]
-    pub fn slot_after_shift(&self, slot: u64, squares: &[u8], pos: usize, to: u8) -> u64 {
+    pub fn slot_after_shift(&self, slot: u64, squares: &[u8], pos: usize, to: u8) -> Option<u64> {
         let g = self.group_at[pos];
         if g != NONE && slot < self.pair_asym.len() as u64 * self.full {
             let grp = &self.groups[g as usize];
             let (old, new) = if grp.count == 1 {
-                (
-                    grp.local[squares[pos] as usize] as u64,
-                    grp.local[to as usize] as u64,
-                )
+                let new = grp.local[to as usize];
+                if new == NONE {
+                    return None;
+                }
+                (grp.local[squares[pos] as usize] as u64, new as u64)
             } else {
                 let mut sq = [0u8; MAX_PIECES];
                 sq[..self.pieces].copy_from_slice(&squares[..self.pieces]);
-                let old = group_rank(grp, &sq, false).expect("decoded placement");
+                let old = group_rank(grp, &sq, false)?;
                 sq[pos] = to;
-                (
-                    old,
-                    group_rank(grp, &sq, false).expect("a move keeps pieces on their points"),
-                )
+                (old, group_rank(grp, &sq, false)?)
             };
-            return slot - old * self.stride[g as usize] + new * self.stride[g as usize];
+            let stride = self.stride[g as usize];
+            return Some(slot - old * stride + new * stride);
         }
         let mut sq = [0u8; MAX_PIECES];
         sq[..self.pieces].copy_from_slice(&squares[..self.pieces]);
         sq[pos] = to;
+        if g == NONE
+            && slot < self.pair_asym.len() as u64 * self.full
+            && let Some(piece) = self.pieces_at[pos]
+        {
+            // A home piece: the free groups keep their digits when the new pair of home
+            // configurations is canonical without mirroring.
+            let (pair, rest) = StrengthReducedU64::div_rem(slot, self.full_div);
+            let (mut cr, mut cb) = self.pair_asym[pair as usize];
+            let c = self.homes[piece.color().index()].config(&sq)?;
+            match piece.color() {
+                Color::Red => cr = c,
+                Color::Black => cb = c,
+            }
+            let pclass = self.pair_class[cr as usize * self.homes[1].configs.len() + cb as usize];
+            if pclass & (SYM_BIT | MIRRORED_BIT) == 0 {
+                return Some(pclass as u64 * self.full + rest);
+            }
+        }
         self.encode(&sq[..self.pieces])
-            .expect("a move keeps pieces on their points")
+    }
+
+    /// The slot arithmetic of the decoded placement `squares` of `slot`, for computing the slots
+    /// of many single-piece shifts from it (every move of a position) with one multiply-add each.
+    pub fn shifts(&self, slot: u64, squares: &[u8]) -> Shifts<'_> {
+        let mut s = Shifts {
+            index: self,
+            slot,
+            squares: [0; MAX_PIECES],
+            base: [u64::MAX; MAX_PIECES],
+        };
+        s.squares[..self.pieces].copy_from_slice(&squares[..self.pieces]);
+        if slot < self.pair_asym.len() as u64 * self.full {
+            for (pos, base) in s.base[..self.pieces].iter_mut().enumerate() {
+                let g = self.group_at[pos];
+                if g != NONE && self.groups[g as usize].count == 1 {
+                    let grp = &self.groups[g as usize];
+                    let digit = grp.local[squares[pos] as usize] as u64;
+                    *base = slot - digit * self.stride[g as usize];
+                }
+            }
+        }
+        s
     }
 
     /// Splits `rest` into the ranks of groups `from..` (every group in full).
-    fn full_digits(&self, rest: u64, from: usize, ranks: &mut [u64; MAX_PIECES]) {
-        for (i, g) in self.groups.iter().enumerate().skip(from) {
-            ranks[i] = (rest / self.stride[i]) % g.size;
+    fn full_digits(&self, mut rest: u64, from: usize, ranks: &mut [u64; MAX_PIECES]) {
+        for i in (from..self.groups.len()).rev() {
+            let (q, r) = StrengthReducedU64::div_rem(rest, self.size_div[i]);
+            ranks[i] = r;
+            rest = q;
         }
     }
 
     /// Whether the placement can be set up at all: no two pieces on one point and no two
     /// uncrossed pawns of one side on one file.
     pub fn placement_is_possible(&self, squares: &[u8]) -> bool {
-        let mut seen = 0u128;
+        let mut seen = [0u64; 2];
         for &s in &squares[..self.pieces] {
-            if seen & (1u128 << s) != 0 {
+            let (word, bit) = (s as usize >> 6, 1u64 << (s & 63));
+            if seen[word] & bit != 0 {
                 return false;
             }
-            seen |= 1u128 << s;
+            seen[word] |= bit;
+        }
+        self.pawn_files_possible(squares)
+    }
+
+    /// Whether no two uncrossed pawns of one side stand on one file (the part of
+    /// [`TableIndex::placement_is_possible`] that is not about shared points).
+    #[inline]
+    pub fn pawn_files_possible(&self, squares: &[u8]) -> bool {
+        if !self.has_pawn_pairs {
+            return true;
         }
         for g in self
             .groups
@@ -791,5 +889,33 @@ mod tests {
         ] {
             round_trip_all(name);
         }
+    }
+}
+
+/// The slot arithmetic of one decoded slot (see [`TableIndex::shifts`]). A lone piece of a free
+/// group under an asymmetric home pair owns one digit of the slot, so its shifts only replace
+/// that digit; other shifts take [`TableIndex::slot_after_shift`].
+#[derive(Clone)]
+pub struct Shifts<'a> {
+    index: &'a TableIndex,
+    slot: u64,
+    squares: [u8; MAX_PIECES],
+    /// Per flat position: the slot with that piece's digit zeroed, or `u64::MAX`.
+    base: [u64; MAX_PIECES],
+}
+
+impl Shifts<'_> {
+    /// The slot after the piece at flat position `pos` moves to `to`, as
+    /// [`TableIndex::slot_after_shift`].
+    #[inline]
+    pub fn slot_after(&self, pos: usize, to: u8) -> Option<u64> {
+        let base = self.base[pos];
+        if base != u64::MAX {
+            let g = self.index.group_at[pos] as usize;
+            let digit = self.index.groups[g].local[to as usize];
+            return (digit != NONE).then(|| base + digit as u64 * self.index.stride[g]);
+        }
+        self.index
+            .slot_after_shift(self.slot, &self.squares, pos, to)
     }
 }

@@ -128,6 +128,11 @@ impl MemoryTables {
         self.tables.get(sig)
     }
 
+    /// Keeps only the tables whose signature `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Signature) -> bool) {
+        self.tables.retain(|sig, _| keep(sig));
+    }
+
     /// Whether `sig` is held.
     pub fn contains(&self, sig: &Signature) -> bool {
         self.tables.contains_key(sig)

@@ -2,17 +2,20 @@
 //! array of the index (for computing the slots of neighbours cheaply).
 
 use storage_format::TableIndex;
-use storage_format::index::MAX_PIECES;
-use xiangqi::{Board, Color, Move, Piece};
+use storage_format::index::{MAX_PIECES, Shifts};
+use xiangqi::{Board, Color, MAX_MOVES, Move, MoveList, Piece};
 
-/// Board plus flat squares of a slot, with a map from square to flat position.
+/// Board plus flat squares of a slot, with a map from square to flat position, and scratch lists
+/// for its neighbours (kept here so the hot loops do not clear a fresh array per position).
 pub(crate) struct SlotPosition<'a> {
     index: &'a TableIndex,
     pieces: &'a [Piece],
     pub board: Board,
     squares: [u8; MAX_PIECES],
     pos_of: [u8; 90],
-    slot: u64,
+    shifts: Shifts<'a>,
+    moves: MoveList,
+    slots: [usize; MAX_MOVES],
 }
 
 impl<'a> SlotPosition<'a> {
@@ -23,27 +26,30 @@ impl<'a> SlotPosition<'a> {
             board: Board::empty(Color::Red),
             squares: [0; MAX_PIECES],
             pos_of: [0xFF; 90],
-            slot: 0,
+            shifts: index.shifts(0, &[0; MAX_PIECES]),
+            moves: MoveList::new(),
+            slots: [0; MAX_MOVES],
         }
     }
 
     /// Loads `slot` with `side` to move; `false` when the placement cannot be set up.
     pub fn load(&mut self, slot: u64, side: Color) -> bool {
         self.index.decode(slot, &mut self.squares);
-        self.slot = slot;
         let n = self.index.piece_count();
-        if !self.index.placement_is_possible(&self.squares[..n]) {
-            return false;
-        }
         self.board = Board::empty(side);
         for i in 0..n {
             let s = self.squares[i];
-            self.board.put(
-                xiangqi::Square::from_index(s as usize).unwrap(),
-                self.pieces[i],
-            );
+            let sq = xiangqi::Square::from_index(s as usize).unwrap();
+            if !self.board.is_empty(sq) {
+                return false;
+            }
+            self.board.put(sq, self.pieces[i]);
             self.pos_of[s as usize] = i as u8;
         }
+        if !self.index.pawn_files_possible(&self.squares[..n]) {
+            return false;
+        }
+        self.shifts = self.index.shifts(slot, &self.squares);
         true
     }
 
@@ -51,10 +57,8 @@ impl<'a> SlotPosition<'a> {
     /// (a move forward, or the reverse of a move when retracting).
     #[inline]
     pub fn slot_after_shift(&self, from: u8, to: u8) -> u64 {
-        let mut sq = self.squares;
-        sq[self.pos_of[from as usize] as usize] = to;
-        self.index
-            .encode(&sq[..self.index.piece_count()])
+        self.shifts
+            .slot_after(self.pos_of[from as usize] as usize, to)
             .expect("a move keeps pieces on their points")
     }
 
@@ -68,6 +72,33 @@ impl<'a> SlotPosition<'a> {
     #[inline]
     pub fn slot_before_move(&self, m: Move) -> u64 {
         self.slot_after_shift(m.to().index() as u8, m.from().index() as u8)
+    }
+
+    /// The slots of the positions this one is reached from by a non-capturing move (see
+    /// [`Board::unmoves`]). `touch` sees each slot as soon as it is known, to prefetch its state.
+    pub fn predecessors(&mut self, touch: impl Fn(usize)) -> &[usize] {
+        self.moves.clear();
+        self.board.unmoves(&mut self.moves);
+        for (i, &m) in self.moves.iter().enumerate() {
+            self.slots[i] = self.slot_before_move(m) as usize;
+            touch(self.slots[i]);
+        }
+        &self.slots[..self.moves.len()]
+    }
+
+    /// The board, its pseudo-legal moves, and for each non-capturing move the slot it leads to at
+    /// the same index (captures leave the table; their entries are meaningless). `touch` sees
+    /// each slot as soon as it is known, to prefetch its state.
+    pub fn successors(&mut self, touch: impl Fn(usize)) -> (&Board, &MoveList, &[usize]) {
+        self.moves.clear();
+        self.board.pseudo_moves(&mut self.moves);
+        for (i, &m) in self.moves.iter().enumerate() {
+            if self.board.is_empty(m.to()) {
+                self.slots[i] = self.slot_after_move(m) as usize;
+                touch(self.slots[i]);
+            }
+        }
+        (&self.board, &self.moves, &self.slots[..self.moves.len()])
     }
 }
 

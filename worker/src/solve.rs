@@ -12,7 +12,7 @@
 //! unresolved the capture summary and a candidate flag. Levels are barriers and every write within
 //! a level is idempotent, so the result is the same bit for bit whatever the thread count.
 
-use crate::position::SlotPosition;
+use crate::position::{SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use storage_format::value::{ILLEGAL, MAX_DTM};
@@ -339,11 +339,8 @@ impl<'a> Solver<'a> {
                 }
                 let them = side.opponent();
                 let preds = &self.state[them.index()];
-                let mut list = MoveList::new();
-                pos.board.unmoves(&mut list);
                 let mut changed = 0;
-                for &m in list.iter() {
-                    let p = pos.slot_before_move(m) as usize;
+                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
                     let c = preds[p].load(Relaxed);
                     if is_unresolved(c) && preds[p].swap(won, Relaxed) != won {
                         self.note_resolved(them, p, n);
@@ -370,10 +367,7 @@ impl<'a> Solver<'a> {
             |side, _slot, _code, pos| {
                 let them = side.opponent();
                 let preds = &self.state[them.index()];
-                let mut list = MoveList::new();
-                pos.board.unmoves(&mut list);
-                for &m in list.iter() {
-                    let p = pos.slot_before_move(m) as usize;
+                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
                     let c = preds[p].load(Relaxed);
                     if is_unresolved(c) && c & (KIND_MASK | CANDIDATE) == KIND_CAP_LOSS {
                         preds[p].fetch_or(CANDIDATE, Relaxed);
@@ -408,8 +402,9 @@ impl<'a> Solver<'a> {
 
     /// Whether every non-capturing legal move of the loaded position leads to a resolved win for
     /// the opponent. Moves into illegal slots are illegal moves and do not count.
-    fn all_moves_lose(&self, side: Color, pos: &SlotPosition) -> bool {
+    fn all_moves_lose(&self, side: Color, pos: &mut SlotPosition) -> bool {
         let succ = &self.state[side.opponent().index()];
+        // Slots are computed one by one: most candidates fail at one of their first moves.
         let mut list = MoveList::new();
         pos.board.pseudo_moves(&mut list);
         list.iter()

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use storage_format::value::ILLEGAL;
 use storage_format::{Probe, ProbeError, Signature, Table, Value};
 use thiserror::Error;
-use xiangqi::{Color, MoveList};
+use xiangqi::{Board, Color};
 
 /// A slot whose stored value disagrees with its successors.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -127,24 +127,17 @@ fn verify_slot(
     // Illegal moves are recognised by their successor: an illegal slot of this table (each
     // slot's own legality is checked above, so the marks are trusted only once verified as a
     // whole) or an illegal position in a dependency.
-    let mut moves = MoveList::new();
-    board.pseudo_moves(&mut moves);
     let next = &table.values[side.opponent().index()];
-    let mut slots = [0u64; xiangqi::MAX_MOVES];
-    for (i, &m) in moves.iter().enumerate() {
-        if board.is_empty(m.to()) {
-            slots[i] = pos.slot_after_move(m);
-            prefetch(&next[slots[i] as usize]);
-        }
-    }
+    let (board, moves, slots) = pos.successors(|s| prefetch(&next[s]));
     let mut best = Value::Loss(0);
-    let mut after = board.clone();
+    let mut after: Option<Board> = None;
     for (i, &m) in moves.iter().enumerate() {
         let v = if board.is_empty(m.to()) {
-            Value::decode(next[slots[i] as usize])
+            Value::decode(next[slots[i]])
         } else {
+            let after = after.get_or_insert_with(|| board.clone());
             let captured = after.make(m);
-            let v = deps.probe(&after);
+            let v = deps.probe(after);
             after.unmake(m, captured);
             match v {
                 Ok(v) => v,
