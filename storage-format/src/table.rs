@@ -104,6 +104,11 @@ pub trait Probe: Sync {
 
     /// Whether the table of `sig` is available.
     fn has_table(&self, sig: &Signature) -> bool;
+
+    /// The whole table of `sig` when it is held in memory (the solver then reads it directly).
+    fn table(&self, _sig: &Signature) -> Option<&Table> {
+        None
+    }
 }
 
 /// Solved tables held in memory, keyed by signature.
@@ -140,12 +145,22 @@ impl MemoryTables {
 
     /// Locates `board` in its table: `None` for dead-draw material.
     pub fn locate(&self, board: &Board) -> Result<Option<(Location, &Table)>, ProbeError> {
-        let (sig, canon) = canonical_board(board);
+        // As `canonical_board`, without copying the board when it is canonical already (this
+        // runs for every capture the verifier follows).
+        let material = Material::of_board(board);
+        let sig = Signature::new(material);
         if sig.is_dead_draw() {
             return Ok(None);
         }
+        let rotated;
+        let canon = if material.black_is_stronger() {
+            rotated = board.rotated();
+            &rotated
+        } else {
+            board
+        };
         let table = self.tables.get(&sig).ok_or(ProbeError::MissingTable(sig))?;
-        let slot = slot_of(&table.index, &canon)?;
+        let slot = slot_of(&table.index, canon)?;
         Ok(Some((
             Location {
                 signature: sig,
@@ -176,6 +191,10 @@ pub fn slot_of(index: &TableIndex, canon: &Board) -> Result<u64, ProbeError> {
 impl Probe for MemoryTables {
     fn has_table(&self, sig: &Signature) -> bool {
         self.contains(sig)
+    }
+
+    fn table(&self, sig: &Signature) -> Option<&Table> {
+        self.get(sig).map(|t| &**t)
     }
 
     fn probe(&self, board: &Board) -> Result<Value, ProbeError> {

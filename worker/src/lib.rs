@@ -1,6 +1,7 @@
 //! The xqtb worker: the retrograde solver, its independent verifier, and the loop that solves a
 //! whole dependency closure.
 
+mod capture;
 pub mod client;
 mod position;
 pub mod solve;

@@ -53,6 +53,17 @@ impl<'a> SlotPosition<'a> {
         true
     }
 
+    /// The flat square array of the loaded slot.
+    pub fn squares(&self) -> &[u8] {
+        &self.squares[..self.index.piece_count()]
+    }
+
+    /// The flat position of the piece on `sq` (which must hold one).
+    #[inline]
+    pub fn flat_at(&self, sq: xiangqi::Square) -> usize {
+        self.pos_of[sq.index()] as usize
+    }
+
     /// The slot reached when the piece on `m.from()` goes to `m.to()` and nothing is captured
     /// (a move forward, or the reverse of a move when retracting).
     #[inline]

@@ -12,6 +12,7 @@
 //! unresolved the capture summary and a candidate flag. Levels are barriers and every write within
 //! a level is idempotent, so the result is the same bit for bit whatever the thread count.
 
+use crate::capture::Captures;
 use crate::position::{SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
@@ -237,6 +238,7 @@ impl<'a> Solver<'a> {
         let size = self.index.size();
         let blocks = size.div_ceil(BLOCK);
         let done = AtomicU64::new(0);
+        let captures = Captures::new(self.index, deps);
         let max_pending = (0..2 * blocks)
             .into_par_iter()
             .map(|b| -> Result<u16, SolveError> {
@@ -267,11 +269,31 @@ impl<'a> Solver<'a> {
                         if !capture {
                             continue;
                         }
-                        let captured = pos.board.make(m);
-                        let v = deps
-                            .probe(&pos.board)
-                            .map_err(|e| SolveError::Probe(sig, e));
-                        pos.board.unmake(m, captured);
+                        let v = match &captures {
+                            Some(c) => c
+                                .value_after(
+                                    pos.squares(),
+                                    pos.flat_at(m.from()),
+                                    pos.flat_at(m.to()),
+                                    m.to().index() as u8,
+                                    side,
+                                )
+                                .ok_or_else(|| {
+                                    SolveError::Probe(
+                                        sig,
+                                        ProbeError::Illegal(format!(
+                                            "the capture {m} in {} has no slot in its table",
+                                            pos.board.fen()
+                                        )),
+                                    )
+                                }),
+                            None => {
+                                let captured = pos.board.make(m);
+                                let v = deps.probe(&pos.board);
+                                pos.board.unmake(m, captured);
+                                v.map_err(|e| SolveError::Probe(sig, e))
+                            }
+                        };
                         match v?.for_mover() {
                             Value::Win(d) => best_win = best_win.min(d),
                             Value::Loss(d) => worst_loss = worst_loss.max(d),

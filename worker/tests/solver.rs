@@ -119,3 +119,31 @@ fn missing_dependency_is_named() {
         panic!("expected a solve error");
     };
 }
+
+/// Dependencies behind `Probe` alone (as a store would be): every capture goes through the
+/// general lookup instead of the solver's capture leads.
+struct ProbeOnly<'a>(&'a MemoryTables);
+
+impl storage_format::Probe for ProbeOnly<'_> {
+    fn probe(&self, board: &xiangqi::Board) -> Result<Value, storage_format::ProbeError> {
+        self.0.probe(board)
+    }
+    fn has_table(&self, sig: &Signature) -> bool {
+        self.0.has_table(sig)
+    }
+}
+
+#[test]
+fn capture_leads_agree_with_general_probing() {
+    use storage_format::Probe;
+    // Colour-swapped targets (KRvKN after Red's rook goes: KNvK), dead draws and pawns.
+    for name in ["KRvKN", "KCPvKA", "KNPvKB", "KRvKR"] {
+        let s = sig(name);
+        let deps: Vec<Signature> = s.closure().into_iter().filter(|d| *d != s).collect();
+        let tables = solve_closure_in_memory(&deps, RuleSet::CyclesAreDraws, |_, _| {}).unwrap();
+        assert!(s.capture_targets().iter().all(|t| tables.table(t).is_some()));
+        let fast = solve(s, RuleSet::CyclesAreDraws, &tables, &|_| {}).unwrap();
+        let general = solve(s, RuleSet::CyclesAreDraws, &ProbeOnly(&tables), &|_| {}).unwrap();
+        assert!(fast.values == general.values, "{name}: capture paths differ");
+    }
+}
