@@ -345,8 +345,21 @@ impl Home {
 }
 
 /// Rank of group `g` in the flat square array, optionally mirrored; `None` if off its points.
-#[inline]
+#[inline(always)]
 fn group_rank(g: &Group, squares: &[u8], flip: bool) -> Option<u64> {
+    if g.count == 1 {
+        // Lone pieces (kings, most free pieces) are the common case of every encoding.
+        let l = g.local[squares[g.first] as usize];
+        if l == NONE {
+            return None;
+        }
+        return Some(if flip { g.mirror_local[l as usize] } else { l } as u64);
+    }
+    group_rank_many(g, squares, flip)
+}
+
+#[inline(never)]
+fn group_rank_many(g: &Group, squares: &[u8], flip: bool) -> Option<u64> {
     let mut locals = [0u8; 8];
     for i in 0..g.count {
         let l = g.local[squares[g.first + i] as usize];
@@ -355,10 +368,7 @@ fn group_rank(g: &Group, squares: &[u8], flip: bool) -> Option<u64> {
         }
         locals[i] = if flip { g.mirror_local[l as usize] } else { l };
     }
-    Some(match g.count {
-        1 => locals[0] as u64,
-        n => g.rank(&mut locals[..n]),
-    })
+    Some(g.rank(&mut locals[..g.count]))
 }
 
 /// The index of one table: position <-> slot, for either side to move (both sides use the same
@@ -390,6 +400,10 @@ pub struct TableIndex {
     group_of: [[u8; 7]; 2],
     /// Free group of each flat position (`NONE` for kings and defenders).
     group_at: [u8; MAX_PIECES],
+    /// As `group_at`, for groups of one piece only.
+    lone_group_at: [u8; MAX_PIECES],
+    /// Slots under asymmetric home pairs, which come first.
+    asym_total: u64,
     /// The piece at each flat position (see [`TableIndex::piece_list`]).
     pieces_at: [Option<Piece>; MAX_PIECES],
 }
@@ -467,7 +481,16 @@ impl TableIndex {
             .iter()
             .map(|g| StrengthReducedU64::new(g.size))
             .collect();
+        let lone_group_at = group_at.map(|g| {
+            if g != NONE && groups[g as usize].count == 1 {
+                g
+            } else {
+                NONE
+            }
+        });
         TableIndex {
+            lone_group_at,
+            asym_total: pair_asym.len() as u64 * full,
             has_pawn_pairs: groups
                 .iter()
                 .any(|g| g.kind == PieceKind::Pawn && g.count > 1),
@@ -641,7 +664,6 @@ impl TableIndex {
     /// [`TableIndex::encode`]. Under an asymmetric home pair (most slots), moves of chariots,
     /// horses, cannons and pawns only change their group's digit, and moves of home pieces only
     /// the pair's, unless the new pair is stored mirrored; everything else is re-encoded.
-    #[inline]
     pub fn slot_after_shift(&self, slot: u64, squares: &[u8], pos: usize, to: u8) -> Option<u64> {
         let g = self.group_at[pos];
         if g != NONE && slot < self.pair_asym.len() as u64 * self.full {
@@ -663,7 +685,10 @@ impl TableIndex {
             return Some(slot - old * stride + new * stride);
         }
         let mut sq = [0u8; MAX_PIECES];
-        sq[..self.pieces].copy_from_slice(&squares[..self.pieces]);
+        match squares.first_chunk::<MAX_PIECES>() {
+            Some(all) => sq = *all,
+            None => sq[..self.pieces].copy_from_slice(&squares[..self.pieces]),
+        }
         sq[pos] = to;
         if g == NONE
             && slot < self.pair_asym.len() as u64 * self.full
@@ -695,17 +720,9 @@ impl TableIndex {
             squares: [0; MAX_PIECES],
             base: [u64::MAX; MAX_PIECES],
         };
-        s.squares[..self.pieces].copy_from_slice(&squares[..self.pieces]);
-        if slot < self.pair_asym.len() as u64 * self.full {
-            for (pos, base) in s.base[..self.pieces].iter_mut().enumerate() {
-                let g = self.group_at[pos];
-                if g != NONE && self.groups[g as usize].count == 1 {
-                    let grp = &self.groups[g as usize];
-                    let digit = grp.local[squares[pos] as usize] as u64;
-                    *base = slot - digit * self.stride[g as usize];
-                }
-            }
-        }
+        let mut sq = [0u8; MAX_PIECES];
+        sq[..self.pieces].copy_from_slice(&squares[..self.pieces]);
+        s.reload(slot, &sq);
         s
     }
 
@@ -905,6 +922,25 @@ pub struct Shifts<'a> {
 }
 
 impl Shifts<'_> {
+    /// Re-targets these shifts, in place, at `slot` decoded as `squares` (as
+    /// [`TableIndex::shifts`], without building a new value for every position of a scan).
+    #[inline]
+    pub fn reload(&mut self, slot: u64, squares: &[u8; MAX_PIECES]) {
+        let ix = self.index;
+        self.slot = slot;
+        self.squares = *squares;
+        let asym = slot < ix.asym_total;
+        let lone = ix.lone_group_at.iter().zip(squares);
+        for (base, (&g, &square)) in self.base[..ix.pieces].iter_mut().zip(lone) {
+            *base = if asym && g != NONE {
+                let digit = ix.groups[g as usize].local[square as usize] as u64;
+                slot - digit * ix.stride[g as usize]
+            } else {
+                u64::MAX
+            };
+        }
+    }
+
     /// The slot after the piece at flat position `pos` moves to `to`, as
     /// [`TableIndex::slot_after_shift`].
     #[inline]

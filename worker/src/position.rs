@@ -49,7 +49,7 @@ impl<'a> SlotPosition<'a> {
         if !self.index.pawn_files_possible(&self.squares[..n]) {
             return false;
         }
-        self.shifts = self.index.shifts(slot, &self.squares);
+        self.shifts.reload(slot, &self.squares);
         true
     }
 
@@ -66,7 +66,7 @@ impl<'a> SlotPosition<'a> {
 
     /// The slot reached when the piece on `m.from()` goes to `m.to()` and nothing is captured
     /// (a move forward, or the reverse of a move when retracting).
-    #[inline]
+    #[inline(always)]
     pub fn slot_after_shift(&self, from: u8, to: u8) -> u64 {
         self.shifts
             .slot_after(self.pos_of[from as usize] as usize, to)

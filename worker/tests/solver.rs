@@ -141,9 +141,16 @@ fn capture_leads_agree_with_general_probing() {
         let s = sig(name);
         let deps: Vec<Signature> = s.closure().into_iter().filter(|d| *d != s).collect();
         let tables = solve_closure_in_memory(&deps, RuleSet::CyclesAreDraws, |_, _| {}).unwrap();
-        assert!(s.capture_targets().iter().all(|t| tables.table(t).is_some()));
+        assert!(
+            s.capture_targets()
+                .iter()
+                .all(|t| tables.table(t).is_some())
+        );
         let fast = solve(s, RuleSet::CyclesAreDraws, &tables, &|_| {}).unwrap();
         let general = solve(s, RuleSet::CyclesAreDraws, &ProbeOnly(&tables), &|_| {}).unwrap();
-        assert!(fast.values == general.values, "{name}: capture paths differ");
+        assert!(
+            fast.values == general.values,
+            "{name}: capture paths differ"
+        );
     }
 }
