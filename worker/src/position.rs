@@ -13,6 +13,8 @@ pub(crate) struct SlotPosition<'a> {
     pub board: Board,
     squares: [u8; MAX_PIECES],
     pos_of: [u8; 90],
+    /// The slot whose placement the board holds, if it could be set up.
+    loaded: Option<u64>,
     shifts: Shifts<'a>,
     moves: MoveList,
     slots: [usize; MAX_MOVES],
@@ -26,6 +28,7 @@ impl<'a> SlotPosition<'a> {
             board: Board::empty(Color::Red),
             squares: [0; MAX_PIECES],
             pos_of: [0xFF; 90],
+            loaded: None,
             shifts: index.shifts(0, &[0; MAX_PIECES]),
             moves: MoveList::new(),
             slots: [0; MAX_MOVES],
@@ -34,6 +37,7 @@ impl<'a> SlotPosition<'a> {
 
     /// Loads `slot` with `side` to move; `false` when the placement cannot be set up.
     pub fn load(&mut self, slot: u64, side: Color) -> bool {
+        self.loaded = None;
         self.index.decode(slot, &mut self.squares);
         let n = self.index.piece_count();
         self.board = Board::empty(side);
@@ -50,7 +54,15 @@ impl<'a> SlotPosition<'a> {
             return false;
         }
         self.shifts.reload(slot, &self.squares);
+        self.loaded = Some(slot);
         true
+    }
+
+    /// The slot the last successful [`SlotPosition::load`] set up (the board may have another
+    /// side to move since).
+    #[inline]
+    pub fn loaded_slot(&self) -> Option<u64> {
+        self.loaded
     }
 
     /// The flat square array of the loaded slot.

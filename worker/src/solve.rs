@@ -239,22 +239,30 @@ impl<'a> Solver<'a> {
         let blocks = size.div_ceil(BLOCK);
         let done = AtomicU64::new(0);
         let captures = Captures::new(self.index, deps);
-        let max_pending = (0..2 * blocks)
+        // Both sides to move of a slot share one placement, so each is set up once.
+        let max_pending = (0..blocks)
             .into_par_iter()
             .map(|b| -> Result<u16, SolveError> {
-                let side = if b < blocks { Color::Red } else { Color::Black };
-                let start = (b % blocks) * BLOCK;
+                let start = b * BLOCK;
                 let end = (start + BLOCK).min(size);
                 let mut pos = SlotPosition::new(self.index, &self.pieces);
-                let states = &self.state[side.index()];
                 let mut moves = MoveList::new();
                 let mut max_pending = 0;
-                let mut min_pending = u16::MAX;
+                let mut min_pending = [u16::MAX; 2];
                 let mut resolved = 0;
-                for slot in start..end {
-                    if !pos.load(slot, side) || pos.board.opponent_in_check() {
+                for (slot, side) in (start..end).flat_map(|s| Color::ALL.map(|c| (s, c))) {
+                    let loaded = match side {
+                        Color::Red => pos.load(slot, side),
+                        Color::Black => pos.loaded_slot() == Some(slot),
+                    };
+                    if !loaded {
                         continue;
                     }
+                    pos.board.set_side_to_move(side);
+                    if pos.board.opponent_in_check() {
+                        continue;
+                    }
+                    let states = &self.state[side.index()];
                     moves.clear();
                     pos.board.pseudo_moves(&mut moves);
                     let in_check = pos.board.in_check(side);
@@ -324,13 +332,17 @@ impl<'a> Solver<'a> {
                     };
                     max_pending = max_pending.max(dist);
                     if dist > 0 {
-                        min_pending = min_pending.min(dist);
+                        let m = &mut min_pending[side.index()];
+                        *m = (*m).min(dist);
                     }
                     states[slot as usize].store(code, Relaxed);
                 }
-                self.pending[b as usize].store(min_pending, Relaxed);
+                for side in Color::ALL {
+                    let block = self.block_of(side, start as usize);
+                    self.pending[block].store(min_pending[side.index()], Relaxed);
+                }
                 self.resolved.fetch_add(resolved, Relaxed);
-                let d = done.fetch_add(end - start, Relaxed) + end - start;
+                let d = done.fetch_add(2 * (end - start), Relaxed) + 2 * (end - start);
                 progress(Progress::Init {
                     done: d,
                     total: 2 * size,

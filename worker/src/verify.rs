@@ -79,28 +79,34 @@ const BLOCK: u64 = 1 << 12;
 pub fn verify(table: &Table, deps: &dyn Probe) -> Result<TableStats, Box<VerifyError>> {
     let size = table.index.size();
     let blocks = size.div_ceil(BLOCK);
-    (0..2 * blocks)
+    (0..blocks)
         .into_par_iter()
         .map(|b| {
-            let side = if b < blocks { Color::Red } else { Color::Black };
-            let start = (b % blocks) * BLOCK;
+            let start = b * BLOCK;
             let end = (start + BLOCK).min(size);
             let mut stats = TableStats::default();
             let pieces = table.index.piece_list();
             let mut pos = SlotPosition::new(&table.index, &pieces);
             for slot in start..end {
-                verify_slot(table, deps, side, slot, &mut pos, &mut stats)?;
+                // Both sides to move share the placement: it is set up once.
+                let possible = pos.load(slot, Color::Red);
+                for side in Color::ALL {
+                    pos.board.set_side_to_move(side);
+                    verify_slot(table, deps, side, slot, possible, &mut pos, &mut stats)?;
+                }
             }
             Ok(stats)
         })
         .try_reduce(TableStats::default, |a, b| Ok(a.merge(b)))
 }
 
+/// Verifies one entry; `pos` holds the slot's placement with `side` to move when `possible`.
 fn verify_slot(
     table: &Table,
     deps: &dyn Probe,
     side: Color,
     slot: u64,
+    possible: bool,
     pos: &mut SlotPosition,
     stats: &mut TableStats,
 ) -> Result<(), Box<VerifyError>> {
@@ -116,7 +122,6 @@ fn verify_slot(
             expected,
         })
     };
-    let possible = pos.load(slot, side);
     let board = &pos.board;
     match (possible && !board.opponent_in_check(), code == ILLEGAL) {
         (true, false) => {}
