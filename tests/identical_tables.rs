@@ -1,0 +1,70 @@
+//! Tables stay byte-identical across refactorings: the 36 reference-solver tables are solved and
+//! exported with the `xqtb` binary, and each shard file's length and checksum must equal the ones
+//! recorded in `tests/data/reference-shards.tsv` (written by the build that first produced them).
+//! A deliberate change of the values or of the shard format updates that file in the same commit
+//! and says why. `scripts/shard-digests.sh` compares whole files (SHA-256), also for KRNvKR.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_xqtb");
+
+fn run(args: &[&str]) -> String {
+    let out = Command::new(BIN).args(args).output().expect("run xqtb");
+    assert!(
+        out.status.success(),
+        "xqtb {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn reference_tables_are_byte_identical_to_the_recorded_ones() {
+    let recorded = include_str!("data/reference-shards.tsv");
+    let expected: Vec<(&str, u64, u32)> = recorded
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (
+                f[0],
+                f[1].parse().unwrap(),
+                u32::from_str_radix(f[2], 16).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(expected.len(), 36);
+    let dir = std::env::temp_dir().join(format!("xqtb-identical-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("data");
+    let data_s = data.to_str().unwrap();
+    let mut args = vec!["solve", "--rules", "cycles-are-draws", "--data", data_s];
+    args.extend(expected.iter().map(|e| e.0));
+    run(&args);
+    let mut differ = Vec::new();
+    for &(table, len, crc) in &expected {
+        let file: PathBuf = dir.join(format!("{table}.xqtb"));
+        run(&[
+            "export",
+            table,
+            "-o",
+            file.to_str().unwrap(),
+            "--data",
+            data_s,
+        ]);
+        let bytes = std::fs::read(&file).unwrap();
+        let got = (
+            bytes.len() as u64,
+            crc32fast::hash(&bytes[..bytes.len() - 4]),
+        );
+        if got != (len, crc) {
+            differ.push(format!(
+                "{table}: {} bytes, CRC {:08x}; recorded {len} bytes, CRC {crc:08x}",
+                got.0, got.1
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(differ.is_empty(), "tables changed:\n{}", differ.join("\n"));
+}
