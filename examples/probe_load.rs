@@ -7,8 +7,8 @@
 use proto::v1::tablebase_client::TablebaseClient;
 use proto::v1::{DownloadShardRequest, ProbeRequest};
 use std::time::{Duration, Instant};
-use storage_format::{Signature, TableIndex};
 use xiangqi::Color;
+use xqtb_core::{Signature, TableIndex};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -45,7 +45,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let fen = fens[k % fens.len()].clone();
                 k += 13;
                 let t = Instant::now();
-                c.probe(ProbeRequest { fen }).await.expect("probe");
+                c.probe(ProbeRequest {
+                    fen,
+                    ..Default::default()
+                })
+                .await
+                .expect("probe");
                 lat.push(t.elapsed().as_secs_f64());
             }
             lat
@@ -70,6 +75,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut stream = c
         .download_shard(DownloadShardRequest {
             signature: sig.name(),
+            rules: String::new(),
         })
         .await?
         .into_inner();

@@ -3,17 +3,18 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
-use coordinator::{Access, Coordinator, CoordinatorConfig, SchedulerConfig};
+use coordinator::{Access, Coordinator, CoordinatorConfig, JobState, SchedulerConfig};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use proto::v1::tablebase_client::TablebaseClient;
 use proto::v1::*;
+use rpc::Auth;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use storage_format::{RuleSet, Signature};
 use tokio::sync::watch;
-use worker::client::{Auth, WorkerConfig};
+use worker::WorkerConfig;
+use xqtb_core::{JobKey, RuleSet, TableId};
 
 /// Arguments of `xqtb coordinator`.
 #[derive(Args)]
@@ -33,6 +34,9 @@ pub struct CoordinatorArgs {
     /// Endgames to plan at start, e.g. KRNvKR (their dependencies are added).
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     plan: Vec<String>,
+    /// Rule set of requests that name none (and of --plan).
+    #[arg(long, default_value = "cycles-are-draws")]
+    rules: RuleSet,
     /// Lease time-to-live in seconds (renewed by heartbeats).
     #[arg(long, default_value_t = 30)]
     lease_ttl_secs: u64,
@@ -97,6 +101,9 @@ pub struct GenerateArgs {
     /// Threads per worker (default: all cores divided among the workers).
     #[arg(long)]
     threads: Option<usize>,
+    /// Rule set to solve under.
+    #[arg(long, default_value = "cycles-are-draws")]
+    rules: RuleSet,
 }
 
 /// Connection options of the client commands.
@@ -119,6 +126,9 @@ pub struct SubmitArgs {
     /// Endgames to generate.
     #[arg(required = true)]
     signatures: Vec<String>,
+    /// Rule set to solve them under (default: the coordinator's).
+    #[arg(long)]
+    rules: Option<RuleSet>,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -138,6 +148,9 @@ pub struct StatusArgs {
 pub struct QueryArgs {
     /// Position in FEN.
     fen: String,
+    /// Rule set of the tables (default: the coordinator's).
+    #[arg(long)]
+    rules: Option<RuleSet>,
     /// One JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -151,6 +164,9 @@ pub struct DownloadArgs {
     /// Tables to download.
     #[arg(required = true)]
     signatures: Vec<String>,
+    /// Rule set of the tables (default: the coordinator's).
+    #[arg(long)]
+    rules: Option<RuleSet>,
     /// Directory to write `<SIGNATURE>.xqtb` files into.
     #[arg(short, long)]
     output: PathBuf,
@@ -179,8 +195,14 @@ async fn termination() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-fn signatures(list: &[String]) -> Result<Vec<Signature>> {
-    list.iter().map(|s| crate::parse_signature(s)).collect()
+fn tables(list: &[String], rules: RuleSet) -> Result<Vec<TableId>> {
+    list.iter()
+        .map(|s| Ok(TableId::new(rules, crate::parse_signature(s)?)))
+        .collect()
+}
+
+fn rules_name(r: Option<RuleSet>) -> String {
+    r.map(|r| r.name().to_string()).unwrap_or_default()
 }
 
 /// `xqtb coordinator`.
@@ -192,12 +214,12 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
             token: args.token,
             token_for_reads: args.token_for_reads,
         },
-        plan: signatures(&args.plan)?,
+        plan: tables(&args.plan, args.rules)?,
         scheduler: SchedulerConfig {
             lease_ttl_ms: args.lease_ttl_secs.max(1) * 1000,
             max_attempts: args.max_attempts.max(1),
         },
-        rules: RuleSet::CyclesAreDraws,
+        default_rules: args.rules,
         tls: args.tls_cert.zip(args.tls_key),
     };
     runtime()?.block_on(async {
@@ -249,7 +271,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
             termination().await;
             let _ = tx.send(true);
         });
-        let summary = worker::client::run(config, rx).await?;
+        let summary = worker::run(config, rx).await?;
         eprintln!(
             "worker done: {} tables committed, {} uploads refused",
             summary.committed.len(),
@@ -265,7 +287,7 @@ fn num_cpus() -> usize {
 
 /// `xqtb generate`: the coordinator and `--workers` workers in this process over loopback.
 pub fn generate(args: GenerateArgs) -> Result<()> {
-    let targets = signatures(&args.signatures)?;
+    let targets = tables(&args.signatures, args.rules)?;
     let workers = args.workers.max(1);
     let threads = args
         .threads
@@ -278,7 +300,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         access: Access::default(),
         plan: targets,
         scheduler: SchedulerConfig::default(),
-        rules: RuleSet::CyclesAreDraws,
+        default_rules: args.rules,
         tls: None,
     };
     let started = Instant::now();
@@ -300,7 +322,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
                 exit_when_done: true,
                 debug_delay_upload_ms: 0,
             };
-            handles.push(tokio::spawn(worker::client::run(config, stop_rx.clone())));
+            handles.push(tokio::spawn(worker::run(config, stop_rx.clone())));
         }
         let interrupted = tokio::select! {
             _ = show_progress(&c) => false,
@@ -310,7 +332,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         for h in handles {
             h.await??;
         }
-        let status = c.state.status();
+        let status = c.app.status();
         c.stop().await?;
         let _ = std::fs::remove_dir_all(&cache_root);
         if interrupted {
@@ -323,8 +345,8 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
             let failed: Vec<String> = status
                 .jobs
                 .iter()
-                .filter(|j| j.state == "failed")
-                .map(|j| format!("{} ({})", j.signature, j.last_error))
+                .filter(|j| j.state == JobState::Failed)
+                .map(|j| format!("{} ({})", j.key, j.last_error.as_deref().unwrap_or("")))
                 .collect();
             bail!("{} tables failed: {}", status.failed, failed.join("; "));
         }
@@ -336,7 +358,11 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
             crate::cli_solve::cpu_seconds() - cpu_start,
             crate::cli_solve::peak_memory()
         );
-        println!("query with: xqtb probe FEN --data {}", args.data.display());
+        println!(
+            "query with: xqtb probe FEN --data {} --rules {}",
+            args.data.display(),
+            args.rules
+        );
         Ok(())
     })
 }
@@ -347,27 +373,27 @@ async fn show_progress(c: &Coordinator) {
     let style = ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {msg}")
         .expect("valid template")
         .progress_chars("=> ");
-    let mut bars: HashMap<String, ProgressBar> = HashMap::new();
+    let mut bars: HashMap<JobKey, ProgressBar> = HashMap::new();
     loop {
-        let status = c.state.status();
+        let status = c.app.status();
         for job in &status.jobs {
-            let bar = bars.entry(job.signature.clone()).or_insert_with(|| {
+            let bar = bars.entry(job.key).or_insert_with(|| {
                 let b = multi.add(ProgressBar::new(1000));
                 b.set_style(style.clone());
-                b.set_prefix(job.signature.clone());
+                b.set_prefix(job.key.table.signature.name());
                 b
             });
             bar.set_position((job.progress * 1000.0) as u64);
-            let msg = match job.state.as_str() {
-                "leased" => format!("solving on {}", job.worker_id),
-                s => s.to_string(),
+            let msg = match (job.state, &job.worker) {
+                (JobState::Leased, Some(w)) => format!("solving on {w}"),
+                (s, _) => s.name().to_string(),
             };
             bar.set_message(msg);
-            if job.state == "finished" || job.state == "failed" {
+            if matches!(job.state, JobState::Finished | JobState::Failed) {
                 bar.finish();
             }
         }
-        if c.state.all_done() {
+        if c.app.all_done() {
             multi.clear().ok();
             return;
         }
@@ -382,7 +408,7 @@ async fn tablebase_client(
         tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Auth>,
     >,
 > {
-    let channel = worker::client::connect(&s.server, s.ca.as_ref()).await?;
+    let channel = rpc::connect(&s.server, s.ca.as_deref()).await?;
     Ok(
         TablebaseClient::with_interceptor(channel, Auth::new(s.token.as_deref())?)
             .max_decoding_message_size(16 << 20),
@@ -395,12 +421,13 @@ fn status_error(s: tonic::Status) -> anyhow::Error {
 
 /// `xqtb submit`.
 pub fn submit(args: SubmitArgs) -> Result<()> {
-    signatures(&args.signatures)?;
+    tables(&args.signatures, RuleSet::default())?;
     runtime()?.block_on(async {
         let mut client = tablebase_client(&args.server).await?;
         let r = client
             .submit(SubmitRequest {
                 signatures: args.signatures.clone(),
+                rules: rules_name(args.rules),
             })
             .await
             .map_err(status_error)?
@@ -409,8 +436,9 @@ pub fn submit(args: SubmitArgs) -> Result<()> {
             println!("nothing new to plan: every table is already planned or finished");
         } else {
             println!(
-                "planned {} tables: {}",
+                "planned {} tables under {}: {}",
                 r.planned.len(),
+                r.rules,
                 r.planned.join(" ")
             );
         }
@@ -462,8 +490,10 @@ fn print_status(s: &StatusResponse) {
             _ => String::new(),
         };
         println!(
-            "  {:<14} {:<9} attempts {}{extra}",
-            j.signature, j.state, j.attempts
+            "  {:<30} {:<9} attempts {}{extra}",
+            job_name(j.key.as_ref()),
+            j.state,
+            j.attempts
         );
     }
     for w in &s.workers {
@@ -471,10 +501,9 @@ fn print_status(s: &StatusResponse) {
             "  worker {} ({} threads): {} {:.0}% {}, seen {} ms ago",
             w.worker_id,
             w.threads,
-            if w.current_job.is_empty() {
-                "idle"
-            } else {
-                &w.current_job
+            match &w.current_job {
+                None => "idle".to_string(),
+                Some(k) => job_name(Some(k)),
             },
             w.progress * 100.0,
             w.phase,
@@ -483,36 +512,58 @@ fn print_status(s: &StatusResponse) {
     }
 }
 
+/// A job's name for status output: the signature, with the rule set unless it is the first
+/// one, and the slots unless the job is the whole table.
+fn job_name(key: Option<&proto::v1::JobKey>) -> String {
+    match rpc::parse_job_key(key) {
+        Ok(k) => {
+            let mut name = k.table.signature.name();
+            if k.table.rules != RuleSet::CyclesAreDraws {
+                name = format!("{name} ({})", k.table.rules);
+            }
+            if !k.is_whole_table() {
+                name = format!("{name} slots {}", k.slots);
+            }
+            name
+        }
+        Err(e) => format!("? ({e})"),
+    }
+}
+
 /// `xqtb query`.
 pub fn query(args: QueryArgs) -> Result<()> {
     runtime()?.block_on(async {
         let mut client = tablebase_client(&args.server).await?;
         let r = client
-            .probe(ProbeRequest { fen: args.fen.clone() })
+            .probe(ProbeRequest {
+                fen: args.fen.clone(),
+                rules: rules_name(args.rules),
+            })
             .await
             .map_err(status_error)?
             .into_inner();
+        let r = rpc::probe_report(r).context("the coordinator's answer does not parse")?;
         if args.json {
-            let moves: Vec<serde_json::Value> = r
-                .moves
-                .iter()
-                .map(|m| {
-                    serde_json::json!({
-                        "iccs": m.iccs, "chinese": m.chinese, "wxf": m.wxf,
-                        "wdl": m.wdl, "dtm_plies": m.dtm_plies,
-                    })
-                })
-                .collect();
-            let v = serde_json::json!({
-                "fen": r.fen, "table": r.table, "wdl": r.wdl, "dtm_plies": r.dtm_plies, "moves": moves,
-            });
-            println!("{v}");
+            println!("{}", serde_json::to_string(&r)?);
         } else {
-            let dtm = r.dtm_plies.map(|d| format!(" in {d} plies")).unwrap_or_default();
-            println!("{} ({}): {}{dtm}", r.fen, r.table, r.wdl);
+            let dtm = r
+                .dtm_plies
+                .map(|d| format!(" in {d} plies"))
+                .unwrap_or_default();
+            let table = r.table.as_deref().unwrap_or("no table needed");
+            println!("{} ({table}, {}): {}{dtm}", r.fen, r.rules, r.wdl.name());
             for m in &r.moves {
-                let dtm = m.dtm_plies.map(|d| format!(" {d} plies")).unwrap_or_default();
-                println!("  {} {} {}: {}{dtm}", m.iccs, m.chinese, m.wxf, m.wdl);
+                let dtm = m
+                    .dtm_plies
+                    .map(|d| format!(" {d} plies"))
+                    .unwrap_or_default();
+                println!(
+                    "  {} {} {}: {}{dtm}",
+                    m.iccs,
+                    m.chinese,
+                    m.wxf,
+                    m.wdl.name()
+                );
             }
         }
         Ok(())
@@ -521,15 +572,17 @@ pub fn query(args: QueryArgs) -> Result<()> {
 
 /// `xqtb download`: each file is checked and only renamed into place when whole.
 pub fn download(args: DownloadArgs) -> Result<()> {
-    let sigs = signatures(&args.signatures)?;
+    let sigs = tables(&args.signatures, RuleSet::default())?;
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
     runtime()?.block_on(async {
         let mut client = tablebase_client(&args.server).await?;
-        for sig in sigs {
+        for table in sigs {
+            let sig = table.signature;
             let mut stream = client
                 .download_shard(DownloadShardRequest {
                     signature: sig.name(),
+                    rules: rules_name(args.rules),
                 })
                 .await
                 .map_err(status_error)?
@@ -543,18 +596,19 @@ pub fn download(args: DownloadArgs) -> Result<()> {
                 .progress_chars("=> "),
             );
             bar.set_prefix(sig.name());
-            let bytes = worker::client::receive_shard(&mut stream, &sig, |done, total| {
+            let id = TableId::new(args.rules.unwrap_or_default(), sig);
+            let bytes = rpc::receive_shard(&mut stream, &id, |done, total| {
                 bar.set_length(total);
                 bar.set_position(done);
             })
             .await
             .with_context(|| format!("nothing written for {sig}"))?;
             bar.finish_and_clear();
-            storage_format::shard::read_shard(&bytes)
+            let shard = storage_format::shard::read_shard(&bytes)
                 .with_context(|| format!("download of {sig}"))?;
-            let path = args
-                .output
-                .join(storage_format::store::ShardDir::file_name(&sig));
+            let path = args.output.join(storage_format::store::ShardDir::file_name(
+                &shard.header.id(),
+            ));
             let tmp = path.with_extension("part");
             std::fs::write(&tmp, &bytes)
                 .with_context(|| format!("cannot write {}", tmp.display()))?;
@@ -580,7 +634,7 @@ pub struct HealthArgs {
 /// `xqtb health`: asks the standard gRPC health service; fails unless it reports serving.
 pub fn health(args: HealthArgs) -> Result<()> {
     runtime()?.block_on(async {
-        let channel = worker::client::connect(&args.server.server, args.server.ca.as_ref()).await?;
+        let channel = rpc::connect(&args.server.server, args.server.ca.as_deref()).await?;
         let mut client = tonic_health::pb::health_client::HealthClient::new(channel);
         let r = client
             .check(tonic_health::pb::HealthCheckRequest {

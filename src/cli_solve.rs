@@ -2,17 +2,16 @@
 //! and write each table into the store. Tables already stored are skipped; the ones a new table
 //! depends on are loaded from the store into memory (the solver probes them millions of times).
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use solver::Progress;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-use storage_format::{
-    MemoryTables, RuleSet, Signature, SledStore, Table, TableStore, decode_table, encode_table,
-};
-use worker::{Progress, TableStats};
+use storage_format::{SledStore, TableStore, encode_table, load_into_memory};
 use xiangqi::Color;
+use xqtb_core::{MemoryTables, RuleSet, Signature, Table, TableCounts, TableId};
 
 /// Arguments of `xqtb solve`.
 #[derive(Args)]
@@ -40,7 +39,7 @@ pub fn run(args: SolveArgs) -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
         .build()?;
-    let closure = storage_format::closure_of(&targets);
+    let closure = xqtb_core::closure_of(&targets);
     eprintln!(
         "solving {} tables on {} threads: {}",
         closure.len(),
@@ -56,42 +55,29 @@ pub fn run(args: SolveArgs) -> Result<()> {
     let all_start = Instant::now();
     let cpu_start = cpu_seconds();
     for (i, &sig) in closure.iter().enumerate() {
+        let id = TableId::new(args.rules, sig);
         // Only tables that later ones capture into stay in memory, so a long closure holds its
         // dependencies, not everything solved so far.
         let later = &closure[i + 1..];
-        let needed_later = |t: &Signature| later.iter().any(|s| s.capture_targets().contains(t));
-        tables.retain(|t| needed_later(t) || sig.capture_targets().contains(t));
-        if let Some(h) = store.header(&sig)? {
-            if h.rules != args.rules {
-                bail!(
-                    "{sig} is in the store {} under the rule set {}, not {}: use another --data directory",
-                    args.data.display(),
-                    h.rules.name(),
-                    args.rules.name()
-                );
-            }
+        let needed_later = |t: &TableId| {
+            later
+                .iter()
+                .any(|s| s.capture_targets().contains(&t.signature))
+        };
+        tables.retain(|t| needed_later(t) || id.dependencies().contains(t));
+        if store.header(&id)?.is_some() {
             println!(
                 "{sig}: already in the store {}, skipped",
                 args.data.display()
             );
             continue;
         }
-        for dep in sig.capture_targets() {
-            if !tables.contains(&dep) {
-                let start = Instant::now();
-                let table = pool.install(|| -> Result<Table> {
-                    let encoded = store
-                        .load_table(&dep)
-                        .with_context(|| format!("loading {dep}, which {sig} depends on"))?;
-                    Ok(decode_table(&encoded)?)
-                })?;
-                eprintln!(
-                    "{dep}: loaded from the store in {:.2} s",
-                    start.elapsed().as_secs_f64()
-                );
-                tables.insert(Arc::new(table));
-            }
-        }
+        pool.install(|| {
+            load_into_memory(&store, &id.dependencies(), &mut tables, |dep, secs| {
+                eprintln!("{}: loaded from the store in {secs:.2} s", dep.signature)
+            })
+        })
+        .with_context(|| format!("loading the tables {sig} depends on"))?;
         let start = Instant::now();
         let bar = progress_bar(&sig);
         let on_progress = |p: Progress| match p {
@@ -109,18 +95,23 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 bar.set_position(resolved);
                 bar.set_message(format!("ply {level}"));
             }
+            Progress::Verify { done, total } => {
+                bar.set_length(total);
+                bar.set_position(done);
+                bar.set_message("verifying");
+            }
         };
-        let (table, stats) = pool
-            .install(|| worker::solve_and_verify(sig, args.rules, &tables, &on_progress))
+        let (table, counts) = pool
+            .install(|| solver::solve_and_verify(id, &tables, &on_progress))
             .map_err(|e| anyhow!(e))?;
         bar.finish_and_clear();
-        report(&table, &stats, start.elapsed().as_secs_f64());
+        report(&table, &counts, start.elapsed().as_secs_f64());
         let start = Instant::now();
-        let encoded = pool.install(|| encode_table(&table, args.rules));
+        let encoded = pool.install(|| encode_table(&table));
         let encode_secs = start.elapsed().as_secs_f64();
-        let keep = needed_later(&sig).then(|| Arc::new(table));
+        let keep = needed_later(&id).then(|| Arc::new(table));
         store.put_table(&encoded)?;
-        let legal: u64 = stats.legal.iter().sum();
+        let legal = counts.legal();
         println!(
             "  stored in {}: {} bytes in {} blocks ({:.3} bits per legal position), encoded in {encode_secs:.2} s",
             args.data.display(),
@@ -152,18 +143,18 @@ fn progress_bar(sig: &Signature) -> ProgressBar {
     bar
 }
 
-fn report(table: &Table, stats: &TableStats, secs: f64) {
-    let size = table.index.size();
+fn report(table: &Table, counts: &TableCounts, secs: f64) {
+    let size = table.index().size();
     println!(
         "{}: index size {size} per side, verified",
         table.signature()
     );
     for side in Color::ALL {
-        let i = side.index();
-        let longest = match stats.longest_win[i] {
+        let c = &counts[side];
+        let longest = match c.longest_win {
             Some((d, slot)) => {
                 let fen = table
-                    .index
+                    .index()
                     .board(slot, side)
                     .map(|b| b.fen())
                     .unwrap_or_default();
@@ -173,7 +164,7 @@ fn report(table: &Table, stats: &TableStats, secs: f64) {
         };
         println!(
             "  {side} to move: {} legal, {} wins, {} draws, {} losses; {longest}",
-            stats.legal[i], stats.wins[i], stats.draws[i], stats.losses[i]
+            c.legal, c.wins, c.draws, c.losses
         );
     }
     println!("  time {secs:.2} s, peak memory {}", peak_memory());

@@ -4,18 +4,16 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
+use probe::{LineEnd, MainlineReport, ProbeReport, ProbeResult, Tablebase};
 use serde_json::{Value as Json, json};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use storage_format::codec::TableHeader;
-use storage_format::probe::LineEnd;
-use storage_format::{
-    MemoryTables, MoveInfo, ProbeResult, ShardDir, SledStore, Table, TableStore, Tablebase,
-    decode_table,
-};
-use xiangqi::{Board, Color};
+use storage_format::{ShardDir, SledStore, TableStore, load_into_memory};
+use xiangqi::Color;
+use xqtb_core::{MemoryTables, RuleSet, TableId};
 
 /// Default directory of the table store.
 pub const DEFAULT_DATA: &str = "./xqtb-data";
@@ -68,6 +66,9 @@ fn open_existing_store(dir: &Path) -> Result<SledStore> {
 /// Arguments of `xqtb probe`.
 #[derive(Args)]
 pub struct ProbeArgs {
+    /// Rule set of the tables to read.
+    #[arg(long, default_value = "cycles-are-draws")]
+    rules: RuleSet,
     /// Position in FEN (quote it).
     #[arg(required_unless_present = "batch", conflicts_with = "batch")]
     fen: Option<String>,
@@ -84,6 +85,9 @@ pub struct ProbeArgs {
 /// Arguments of `xqtb mainline`.
 #[derive(Args)]
 pub struct MainlineArgs {
+    /// Rule set of the tables to read.
+    #[arg(long, default_value = "cycles-are-draws")]
+    rules: RuleSet,
     /// Position in FEN (quote it).
     fen: String,
     /// Print one JSON object instead of text.
@@ -98,6 +102,9 @@ pub struct MainlineArgs {
 pub struct ExportArgs {
     /// The table, e.g. KRNvKR.
     signature: String,
+    /// Rule set of the table.
+    #[arg(long, default_value = "cycles-are-draws")]
+    rules: RuleSet,
     /// The shard file to write.
     #[arg(short, long)]
     output: PathBuf,
@@ -122,6 +129,9 @@ pub struct ImportArgs {
 pub struct VerifyArgs {
     /// The table, e.g. KRNvKR.
     signature: String,
+    /// Rule set of the table.
+    #[arg(long, default_value = "cycles-are-draws")]
+    rules: RuleSet,
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -139,32 +149,8 @@ pub struct TablesArgs {
     source: Source,
 }
 
-fn side_name(c: Color) -> &'static str {
-    match c {
-        Color::Red => "red",
-        Color::Black => "black",
-    }
-}
-
-fn move_json(m: &MoveInfo) -> Json {
-    json!({
-        "iccs": m.iccs,
-        "chinese": m.chinese,
-        "wxf": m.wxf,
-        "wdl": m.value.wdl(),
-        "dtm_plies": m.value.dtm_plies(),
-    })
-}
-
 fn probe_json(r: &ProbeResult) -> Json {
-    json!({
-        "fen": r.board.fen(),
-        "side_to_move": side_name(r.board.side_to_move()),
-        "table": r.table.map(|s| s.name()),
-        "wdl": r.value.wdl(),
-        "dtm_plies": r.value.dtm_plies(),
-        "moves": r.moves.iter().map(move_json).collect::<Vec<_>>(),
-    })
+    serde_json::to_value(ProbeReport::from(r)).expect("a report serialises")
 }
 
 fn table_label(r: &ProbeResult) -> String {
@@ -187,7 +173,7 @@ pub fn probe(args: ProbeArgs) -> Result<()> {
             if fen.is_empty() || fen.starts_with('#') {
                 continue;
             }
-            let obj = match tb.probe_fen(fen) {
+            let obj = match tb.probe_fen(args.rules, fen) {
                 Ok(r) => probe_json(&r),
                 Err(e) => json!({ "fen": fen, "error": e.to_string() }),
             };
@@ -197,7 +183,7 @@ pub fn probe(args: ProbeArgs) -> Result<()> {
         return Ok(());
     }
     let fen = args.fen.as_deref().unwrap_or_default();
-    let r = match tb.probe_fen(fen) {
+    let r = match tb.probe_fen(args.rules, fen) {
         Ok(r) => r,
         Err(e) => {
             if args.json {
@@ -231,34 +217,9 @@ pub fn probe(args: ProbeArgs) -> Result<()> {
 pub fn mainline(args: MainlineArgs) -> Result<()> {
     let tb = args.source.tablebase()?;
     let board = xiangqi::parse_fen(&args.fen).map_err(|e| anyhow!("bad FEN: {e}"))?;
-    let line = tb.mainline(&board)?;
-    let mut fens = Vec::with_capacity(line.moves.len());
-    let mut b: Board = board.clone();
-    for m in &line.moves {
-        b.make(m.mv);
-        fens.push(b.fen());
-    }
+    let line = tb.mainline(args.rules, &board)?;
     if args.json {
-        let moves: Vec<Json> = line
-            .moves
-            .iter()
-            .zip(&fens)
-            .map(|(m, fen)| {
-                let mut j = move_json(m);
-                j["fen"] = json!(fen);
-                j
-            })
-            .collect();
-        let out = json!({
-            "fen": board.fen(),
-            "side_to_move": side_name(board.side_to_move()),
-            "wdl": line.value.wdl(),
-            "dtm_plies": line.value.dtm_plies(),
-            "plies": line.moves.len(),
-            "end": line.end.name(),
-            "moves": moves,
-        });
-        println!("{out}");
+        println!("{}", serde_json::to_string(&MainlineReport::from(&line))?);
         return Ok(());
     }
     println!("{}", board.fen());
@@ -293,7 +254,7 @@ pub fn mainline(args: MainlineArgs) -> Result<()> {
 pub fn export(args: ExportArgs) -> Result<()> {
     let sig = crate::parse_signature(&args.signature)?;
     let store = open_existing_store(&args.data)?;
-    let bytes = store.export_shard(&sig)?;
+    let bytes = store.export_shard(&TableId::new(args.rules, sig))?;
     let tmp = args.output.with_extension("tmp-export");
     std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &args.output)
@@ -340,40 +301,25 @@ pub fn verify(args: VerifyArgs) -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
         .build()?;
+    let id = TableId::new(args.rules, sig);
     pool.install(|| -> Result<()> {
         let start = Instant::now();
-        let load = |s| -> Result<Table> {
-            let encoded = store.load_table(&s)?;
-            Ok(decode_table(&encoded)?)
-        };
-        let table = load(sig)?;
+        let table = store.load_decoded(&id)?;
         let header = store
-            .header(&sig)?
+            .header(&id)?
             .ok_or_else(|| anyhow!("table {sig} vanished from the store"))?;
         let mut deps = MemoryTables::new();
-        for d in sig.capture_targets() {
-            deps.insert(Arc::new(
-                load(d).with_context(|| format!("loading {d}, which {sig} depends on"))?,
-            ));
-        }
+        load_into_memory(&*store, &id.dependencies(), &mut deps, |_, _| {})
+            .with_context(|| format!("loading the tables {sig} depends on"))?;
         let loaded = start.elapsed().as_secs_f64();
         let start = Instant::now();
-        let stats = worker::verify(&table, &deps).map_err(|e| anyhow!(e))?;
-        for side in Color::ALL {
-            let (i, c) = (side.index(), &header.counts[side.index()]);
-            let got = (
-                stats.legal[i],
-                stats.wins[i],
-                stats.draws[i],
-                stats.losses[i],
-            );
-            if got != (c.legal, c.wins, c.draws, c.losses) {
-                bail!("{sig}: the header's counts for {side} to move differ from the values");
-            }
+        let counts = solver::verify(&table, &deps).map_err(|e| anyhow!(e))?;
+        if counts != header.counts {
+            bail!("{sig}: the header's counts differ from the values");
         }
         println!(
             "{sig}: verified, every position agrees with its successors ({} legal positions; loaded and decoded in {loaded:.2} s, verified in {:.2} s)",
-            stats.legal.iter().sum::<u64>(),
+            counts.legal(),
             start.elapsed().as_secs_f64()
         );
         Ok(())
@@ -381,7 +327,7 @@ pub fn verify(args: VerifyArgs) -> Result<()> {
 }
 
 fn counts_text(h: &TableHeader, side: Color) -> String {
-    let c = &h.counts[side.index()];
+    let c = &h.counts[side];
     let longest = match c.longest_win {
         Some((d, _)) => format!("{d}"),
         None => "-".into(),
@@ -391,7 +337,7 @@ fn counts_text(h: &TableHeader, side: Color) -> String {
 
 fn header_json(h: &TableHeader) -> Json {
     let side = |c: Color| {
-        let s = &h.counts[c.index()];
+        let s = &h.counts[c];
         json!({
             "legal": s.legal,
             "wins": s.wins,
@@ -400,7 +346,7 @@ fn header_json(h: &TableHeader) -> Json {
             "longest_win_plies": s.longest_win.map(|(d, _)| d),
         })
     };
-    let legal: u64 = h.counts.iter().map(|c| c.legal).sum();
+    let legal = h.counts.legal();
     json!({
         "table": h.signature.name(),
         "rules": h.rules.name(),
@@ -444,7 +390,7 @@ pub fn tables(args: TablesArgs) -> Result<()> {
     );
     let mut total = 0;
     for h in &headers {
-        let legal: u64 = h.counts.iter().map(|c| c.legal).sum();
+        let legal = h.counts.legal();
         total += h.stored_bytes();
         println!(
             "{:<12} {:>10} {:>38} {:>38} {:>12} {:>7} {:>9.3}",

@@ -7,7 +7,21 @@ use proto::v1::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use storage_format::{RuleSet, Signature};
+use xqtb_core::{JobKey, RuleSet, Signature, TableId};
+
+const RULES: RuleSet = RuleSet::CyclesAreDraws;
+
+/// The signature a job status names.
+fn sig_of(j: &JobStatus) -> String {
+    j.key
+        .as_ref()
+        .unwrap()
+        .table
+        .as_ref()
+        .unwrap()
+        .signature
+        .clone()
+}
 use tonic::transport::Channel;
 
 const BIN: &str = env!("CARGO_BIN_EXE_xqtb");
@@ -174,6 +188,7 @@ async fn download(port: u16, sig: &str) -> Vec<u8> {
     let mut stream = c
         .download_shard(DownloadShardRequest {
             signature: sig.into(),
+            rules: String::new(),
         })
         .await
         .unwrap()
@@ -239,12 +254,12 @@ fn two_workers_generate_what_solve_produces_alone() {
     let both_worked = w1.log().contains("table committed") || w1.log().contains("committed");
     let _ = both_worked;
     for job in &s.jobs {
-        let remote = rt.block_on(download(port, &job.signature));
-        let solo = solo_shard(&dir, &targets, &job.signature);
+        let remote = rt.block_on(download(port, &sig_of(job)));
+        let solo = solo_shard(&dir, &targets, &sig_of(job));
         assert!(
             remote == solo,
             "{}: cluster shard differs from xqtb solve's",
-            job.signature
+            sig_of(job)
         );
     }
 }
@@ -318,7 +333,7 @@ fn restarted_coordinator_resumes_without_solving_again() {
         .jobs
         .iter()
         .filter(|j| j.state == "finished")
-        .map(|j| j.signature.clone())
+        .map(sig_of)
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let _c2 = coordinator(&dir, port, &[]);
@@ -331,24 +346,20 @@ fn restarted_coordinator_resumes_without_solving_again() {
     assert!(w.wait_exit(Duration::from_secs(60)), "worker: {}", w.log());
     assert_eq!(after.jobs.len(), before.jobs.len());
     for j in &after.jobs {
-        if finished_before.contains(&j.signature) {
-            assert_eq!(j.attempts, 1, "{} was solved again: {j:?}", j.signature);
+        if finished_before.contains(&sig_of(j)) {
+            assert_eq!(j.attempts, 1, "{} was solved again: {j:?}", sig_of(j));
         }
     }
 }
 
 fn shard_of(sig: &str) -> Vec<u8> {
     let s: Signature = sig.parse().unwrap();
-    let tables = worker::solve_closure_in_memory(&[s], RuleSet::CyclesAreDraws, |_, _| {}).unwrap();
-    let table = tables.get(&s).unwrap();
-    storage_format::shard::write_shard(&storage_format::codec::encode_table(
-        table,
-        RuleSet::CyclesAreDraws,
-    ))
+    let tables = solver::solve_closure_in_memory(&[s], RULES, |_, _| {}).unwrap();
+    let table = tables.get(&TableId::new(RULES, s)).unwrap();
+    storage_format::shard::write_shard(&storage_format::codec::encode_table(table))
 }
 
-type JobsClientWithAuth =
-    JobsClient<tonic::service::interceptor::InterceptedService<Channel, worker::client::Auth>>;
+type JobsClientWithAuth = JobsClient<rpc::Client>;
 
 async fn upload(
     client: &mut JobsClientWithAuth,
@@ -362,7 +373,8 @@ async fn upload(
         .enumerate()
         .map(|(i, c)| UploadChunk {
             lease_id: if i == 0 { lease.into() } else { String::new() },
-            signature: if i == 0 { sig.into() } else { String::new() },
+            key: (i == 0)
+                .then(|| rpc::job_key(&JobKey::whole(TableId::new(RULES, sig.parse().unwrap())))),
             total_bytes: total,
             data: c.to_vec(),
         })
@@ -403,7 +415,7 @@ fn uploads_tokens_and_errors_are_checked() {
     let rt = rt();
     rt.block_on(async {
         let ch = channel(port).await;
-        let auth = |t: Option<&str>| worker::client::Auth::new(t).unwrap();
+        let auth = |t: Option<&str>| rpc::Auth::new(t).unwrap();
         // Missing and wrong tokens.
         for t in [None, Some("wrong")] {
             let mut c = JobsClient::with_interceptor(ch.clone(), auth(t));
@@ -419,6 +431,7 @@ fn uploads_tokens_and_errors_are_checked() {
             let err = tb
                 .submit(SubmitRequest {
                     signatures: vec!["KRvKR".into()],
+                    ..Default::default()
                 })
                 .await
                 .unwrap_err();
@@ -467,6 +480,7 @@ fn uploads_tokens_and_errors_are_checked() {
         let mut tb = TablebaseClient::new(ch.clone());
         let err = tb
             .probe(ProbeRequest {
+                rules: String::new(),
                 fen: "4k4/9/9/9/9/9/9/9/9/4K4R w".into(),
             })
             .await
@@ -475,6 +489,7 @@ fn uploads_tokens_and_errors_are_checked() {
         assert!(err.message().contains("row"), "{}", err.message());
         let err = tb
             .probe(ProbeRequest {
+                rules: String::new(),
                 fen: "3k5/9/9/9/9/9/9/9/9/3K5 w".into(),
             })
             .await
@@ -486,6 +501,7 @@ fn uploads_tokens_and_errors_are_checked() {
         );
         let err = tb
             .probe(ProbeRequest {
+                rules: String::new(),
                 fen: "3k5/9/9/9/9/2n6/9/9/4R4/4KR3 w".into(),
             })
             .await
@@ -494,6 +510,7 @@ fn uploads_tokens_and_errors_are_checked() {
         assert!(err.message().contains("KRRvKN"), "{}", err.message());
         let r = tb
             .probe(ProbeRequest {
+                rules: String::new(),
                 fen: "4k4/9/9/9/9/9/9/9/9/3K1R3 w".into(),
             })
             .await
@@ -519,15 +536,15 @@ fn concurrent_probes_and_downloads_are_correct() {
     assert!(w.wait_exit(Duration::from_secs(30)));
     // Expected answers from the library, solved in this process.
     let s: Signature = "KRvKA".parse().unwrap();
-    let tables = worker::solve_closure_in_memory(&[s], RuleSet::CyclesAreDraws, |_, _| {}).unwrap();
-    let table = tables.get(&s).unwrap();
+    let tables = solver::solve_closure_in_memory(&[s], RULES, |_, _| {}).unwrap();
+    let table = tables.get(&TableId::new(RULES, s)).unwrap();
     let mut fens = Vec::new();
     let mut slot = 0;
-    while fens.len() < 50 && slot < table.index.size() {
-        if let Some(b) = table.index.board(slot, xiangqi::Color::Red)
+    while fens.len() < 50 && slot < table.index().size() {
+        if let Some(b) = table.index().board(slot, xiangqi::Color::Red)
             && !b.opponent_in_check()
         {
-            let v = storage_format::Probe::probe(&tables, &b).unwrap();
+            let v = xqtb_core::Probe::probe(&tables, RULES, &b).unwrap();
             fens.push((b.fen(), v));
         }
         slot += 997;
@@ -543,7 +560,10 @@ fn concurrent_probes_and_downloads_are_correct() {
                 for k in 0..5 {
                     let (fen, v) = &fens[(i * 7 + k) % fens.len()];
                     let r = c
-                        .probe(ProbeRequest { fen: fen.clone() })
+                        .probe(ProbeRequest {
+                            fen: fen.clone(),
+                            ..Default::default()
+                        })
                         .await
                         .unwrap()
                         .into_inner();
@@ -568,9 +588,9 @@ fn concurrent_probes_and_downloads_are_correct() {
         "--server",
         &url,
     ]);
-    let shards = storage_format::probe::Tablebase::open_shards(&out).unwrap();
+    let shards = probe::Tablebase::open_shards(&out).unwrap();
     for (fen, v) in fens.iter() {
-        assert_eq!(shards.probe_fen(fen).unwrap().value, *v, "{fen}");
+        assert_eq!(shards.probe_fen(RULES, fen).unwrap().value, *v, "{fen}");
     }
     let listed = rt.block_on(async {
         let mut c = TablebaseClient::new(channel(port).await);
@@ -580,8 +600,12 @@ fn concurrent_probes_and_downloads_are_correct() {
             .into_inner()
             .shards
     });
-    let file = std::fs::read(Path::new(&out).join(storage_format::store::ShardDir::file_name(&s)))
-        .unwrap();
+    let file = std::fs::read(
+        Path::new(&out).join(storage_format::store::ShardDir::file_name(&TableId::new(
+            RULES, s,
+        ))),
+    )
+    .unwrap();
     let info = listed.iter().find(|x| x.signature == "KRvKA").unwrap();
     assert_eq!(info.shard_bytes, file.len() as u64);
     assert_eq!(
@@ -658,12 +682,13 @@ fn metrics_endpoints_serve_the_named_metrics() {
         for _ in 0..3 {
             c.probe(ProbeRequest {
                 fen: "4k4/9/9/9/9/9/9/9/9/3K1R3 w".into(),
+                ..Default::default()
             })
             .await
             .unwrap();
         }
-        // A status call refreshes the gauges.
-        c.status(StatusRequest {}).await.unwrap();
+        // The coordinator's tick refreshes the gauges every 500 ms.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
     });
     let text = scrape(cm);
     for name in [

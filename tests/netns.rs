@@ -13,6 +13,18 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xqtb");
 
+/// The signature a job status names.
+fn sig_of(j: &proto::v1::JobStatus) -> String {
+    j.key
+        .as_ref()
+        .unwrap()
+        .table
+        .as_ref()
+        .unwrap()
+        .signature
+        .clone()
+}
+
 fn ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip")
         .args(args)
@@ -228,9 +240,8 @@ fn a_cut_off_worker_loses_its_lease_and_carries_on() {
         .jobs
         .iter()
         .find(|j| j.worker_id.ends_with("-w1"))
-        .unwrap()
-        .signature
-        .clone();
+        .map(sig_of)
+        .unwrap();
     // Cut w1 off in the middle of its job, and bring in the others.
     net.set_worker_link(1, false);
     let w2 = worker(2, "1500");
@@ -238,7 +249,7 @@ fn a_cut_off_worker_loses_its_lease_and_carries_on() {
     rt.block_on(wait_for("the cut-off job to finish elsewhere", 120, |s| {
         s.jobs
             .iter()
-            .any(|j| j.signature == job && j.state == "finished")
+            .any(|j| sig_of(j) == job && j.state == "finished")
     }));
     net.set_worker_link(1, true);
     let done = rt.block_on(wait_for("every table", 300, |s| {
@@ -257,7 +268,7 @@ fn a_cut_off_worker_loses_its_lease_and_carries_on() {
     assert!(exited(&mut w1), "w1 did not finish");
     drop((w2, w3));
     let w1_log = std::fs::read_to_string(dir.join("w1.log")).unwrap();
-    let j = done.jobs.iter().find(|j| j.signature == job).unwrap();
+    let j = done.jobs.iter().find(|j| sig_of(j) == job).unwrap();
     assert!(j.attempts >= 2, "the cut-off job was leased again: {j:?}");
     assert!(
         w1_log.contains("lease lost") || w1_log.contains("upload refused"),
@@ -281,11 +292,12 @@ fn a_cut_off_worker_loses_its_lease_and_carries_on() {
             .success()
     );
     for j in &done.jobs {
-        let file = dir.join(format!("{}.xqtb", j.signature));
+        let sig = sig_of(j);
+        let file = dir.join(format!("{sig}.xqtb"));
         let out = Command::new(BIN)
             .args([
                 "export",
-                &j.signature,
+                &sig,
                 "-o",
                 &file.display().to_string(),
                 "--data",
@@ -302,21 +314,16 @@ fn a_cut_off_worker_loses_its_lease_and_carries_on() {
                 .unwrap();
             let mut s = TablebaseClient::new(ch)
                 .download_shard(DownloadShardRequest {
-                    signature: j.signature.clone(),
+                    signature: sig.clone(),
+                    rules: String::new(),
                 })
                 .await
                 .unwrap()
                 .into_inner();
-            let sig = j.signature.parse().unwrap();
-            worker::client::receive_shard(&mut s, &sig, |_, _| {})
-                .await
-                .unwrap()
+            let id = xqtb_core::TableId::new(Default::default(), sig.parse().unwrap());
+            rpc::receive_shard(&mut s, &id, |_, _| {}).await.unwrap()
         });
-        assert!(
-            local == remote,
-            "{} differs from the single-machine run",
-            j.signature
-        );
+        assert!(local == remote, "{sig} differs from the single-machine run");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,10 +1,22 @@
 //! The xqtb coordinator: plans the dependency graph of tables, leases jobs to workers, commits
 //! their uploads, and serves queries and downloads.
+//!
+//! - [`app`]: the application layer, every operation with typed results and errors, no
+//!   transport types;
+//! - [`scheduler`]: the pure job scheduler (time passed in, records to persist handed back);
+//! - [`grpc`]: the gRPC services, thin shells over the application layer;
+//! - [`server`]: starting and stopping the server with health, reflection and the expiry tick.
+//!
+//! Depends on the table model, the storage and probing libraries and the protocol; never on the
+//! solver (workers solve, the coordinator checks and stores).
 
+#![warn(missing_docs)]
+
+pub mod app;
+pub mod grpc;
 pub mod scheduler;
 pub mod server;
-pub mod service;
 
+pub use app::{Access, App, AppError, StatusReport};
 pub use scheduler::{Grant, JobRecord, JobState, Lease, LeaseError, Scheduler, SchedulerConfig};
 pub use server::{Coordinator, CoordinatorConfig};
-pub use service::Access;

@@ -1,12 +1,13 @@
-//! The job scheduler: one job per table, handed out in dependency order under leases.
+//! The job scheduler: jobs keyed by [`JobKey`] (today one per table), handed out in dependency
+//! order under leases.
 //!
 //! Pure state: time is passed in as Unix milliseconds and every change returns the records to
-//! persist, so the gRPC shell and the tests drive it the same way and a restart resumes from the
+//! persist, so the services and the tests drive it the same way and a restart resumes from the
 //! persisted records.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use storage_format::Signature;
+use xqtb_core::{JobKey, RuleSet, Signature, SlotRange, TableId};
 
 /// Where a job stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,11 +48,13 @@ pub struct Lease {
     pub expires_at_ms: u64,
 }
 
-/// One job, as persisted.
+/// One job, as persisted (JSON). Records written before jobs had keys (`signature` only: a
+/// whole `cycles-are-draws` table) still load; see [`JobRecord::from_json`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
-    /// Canonical signature name.
-    pub signature: String,
+    /// The job.
+    #[serde(with = "key_serde")]
+    pub key: JobKey,
     /// Current state.
     pub state: JobState,
     /// Leases granted so far.
@@ -66,6 +69,101 @@ pub struct JobRecord {
     /// Unix milliseconds when the job finished.
     #[serde(default)]
     pub finished_at_ms: Option<u64>,
+}
+
+/// The JSON form of a job key: `{"rules": "cycles-are-draws", "signature": "KRvK", "slots":
+/// [0, 4050]}`.
+mod key_serde {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use xqtb_core::{JobKey, SlotRange, TableId};
+
+    #[derive(Serialize, Deserialize)]
+    struct Key {
+        rules: String,
+        signature: String,
+        slots: [u64; 2],
+    }
+
+    pub fn serialize<S: Serializer>(k: &JobKey, s: S) -> Result<S::Ok, S::Error> {
+        Key {
+            rules: k.table.rules.name().into(),
+            signature: k.table.signature.name(),
+            slots: [k.slots.start, k.slots.end],
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<JobKey, D::Error> {
+        use serde::de::Error;
+        let k = Key::deserialize(d)?;
+        let table = TableId::new(
+            k.rules.parse().map_err(D::Error::custom)?,
+            k.signature.parse().map_err(D::Error::custom)?,
+        );
+        Ok(JobKey {
+            table,
+            slots: SlotRange {
+                start: k.slots[0],
+                end: k.slots[1],
+            },
+        })
+    }
+}
+
+/// A record as the first version wrote it: keyed by signature, rule set implied.
+#[derive(Deserialize)]
+struct RecordV0 {
+    signature: String,
+    state: JobState,
+    attempts: u32,
+    lease: Option<Lease>,
+    last_error: Option<String>,
+    #[serde(default)]
+    progress: f64,
+    #[serde(default)]
+    finished_at_ms: Option<u64>,
+}
+
+impl JobRecord {
+    /// The name the record is persisted under: `RULES/SIGNATURE/START-END`.
+    pub fn record_name(key: &JobKey) -> String {
+        format!(
+            "{}/{}/{}-{}",
+            key.table.rules.name(),
+            key.table.signature.name(),
+            key.slots.start,
+            key.slots.end
+        )
+    }
+
+    /// Parses a persisted record. The first version's records (keyed by signature, whole
+    /// `cycles-are-draws` tables) load too; the second value says the record was in that form
+    /// and must be rewritten under [`JobRecord::record_name`].
+    pub fn from_json(bytes: &[u8]) -> Result<(JobRecord, bool), String> {
+        if let Ok(r) = serde_json::from_slice::<JobRecord>(bytes) {
+            return Ok((r, false));
+        }
+        let old: RecordV0 = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let sig: Signature = old
+            .signature
+            .parse()
+            .map_err(|e| format!("signature '{}': {e}", old.signature))?;
+        Ok((
+            JobRecord {
+                key: JobKey {
+                    table: TableId::new(RuleSet::CyclesAreDraws, sig),
+                    slots: SlotRange::whole(&sig),
+                },
+                state: old.state,
+                attempts: old.attempts,
+                lease: old.lease,
+                last_error: old.last_error,
+                progress: old.progress,
+                finished_at_ms: old.finished_at_ms,
+            },
+            true,
+        ))
+    }
 }
 
 /// Why a worker's request was refused.
@@ -107,22 +205,34 @@ impl Default for SchedulerConfig {
 /// A granted job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grant {
-    /// The table to solve.
-    pub signature: Signature,
+    /// The job to solve.
+    pub key: JobKey,
     /// The lease.
     pub lease: Lease,
     /// The finished tables it depends on.
-    pub dependencies: Vec<Signature>,
+    pub dependencies: Vec<TableId>,
     /// Which attempt this is (1 for the first).
     pub attempt: u32,
+}
+
+/// Sort key of the plan order: fewer pieces first (captures remove a piece, so every table
+/// comes after the tables it depends on), then by name, rule set and slots for a stable order.
+fn plan_order(k: &JobKey) -> (u32, String, RuleSet, u64) {
+    let sig = &k.table.signature;
+    (
+        sig.material().piece_count(),
+        sig.name(),
+        k.table.rules,
+        k.slots.start,
+    )
 }
 
 /// All jobs and their leases.
 pub struct Scheduler {
     config: SchedulerConfig,
-    jobs: BTreeMap<Signature, JobRecord>,
+    jobs: BTreeMap<JobKey, JobRecord>,
     /// Plan order (dependencies first), for leasing in order.
-    order: Vec<Signature>,
+    order: Vec<JobKey>,
     next_lease: u64,
     lease_prefix: String,
 }
@@ -139,70 +249,85 @@ impl Scheduler {
             lease_prefix,
         };
         for r in records {
-            if let Ok(sig) = r.signature.parse::<Signature>() {
-                s.jobs.insert(sig, r);
-            }
+            s.jobs.insert(r.key, r);
         }
         s.reorder();
         s
     }
 
     fn reorder(&mut self) {
-        let roots: Vec<Signature> = self.jobs.keys().copied().collect();
-        self.order = storage_format::closure_of(&roots)
-            .into_iter()
-            .filter(|s| self.jobs.contains_key(s))
-            .collect();
+        self.order = self.jobs.keys().copied().collect();
+        self.order.sort_by_key(plan_order);
     }
 
-    /// Adds `targets` and their closure. Returns the records created or changed (to persist) and
-    /// the newly planned signatures. `finished` says which tables are already in the store.
+    /// Whether every job of `table` is finished (a table nobody planned counts as finished: it
+    /// is not this scheduler's to wait for).
+    fn table_finished(&self, table: &TableId) -> bool {
+        self.jobs
+            .iter()
+            .filter(|(k, _)| k.table == *table)
+            .all(|(_, j)| j.state == JobState::Finished)
+    }
+
+    /// Adds `targets` and the closure of their dependencies, one job per table. Returns the
+    /// records created or changed (to persist) and the newly planned jobs. `finished` says which
+    /// tables are already in the store.
     pub fn plan(
         &mut self,
-        targets: &[Signature],
-        finished: impl Fn(&Signature) -> bool,
-    ) -> (Vec<JobRecord>, Vec<Signature>) {
+        targets: &[TableId],
+        finished: impl Fn(&TableId) -> bool,
+    ) -> (Vec<JobRecord>, Vec<JobKey>) {
         let mut new = Vec::new();
-        for sig in storage_format::closure_of(targets) {
-            if self.jobs.contains_key(&sig) {
-                continue;
-            }
-            let done = finished(&sig);
-            self.jobs.insert(
-                sig,
-                JobRecord {
-                    signature: sig.name(),
-                    state: if done {
-                        JobState::Finished
-                    } else {
-                        JobState::Waiting
+        for rules in RuleSet::ALL {
+            let roots: Vec<Signature> = targets
+                .iter()
+                .filter(|t| t.rules == rules)
+                .map(|t| t.signature)
+                .collect();
+            for sig in xqtb_core::closure_of(&roots) {
+                let table = TableId::new(rules, sig);
+                let key = JobKey::whole(table);
+                if self.jobs.contains_key(&key) {
+                    continue;
+                }
+                let done = finished(&table);
+                self.jobs.insert(
+                    key,
+                    JobRecord {
+                        key,
+                        state: if done {
+                            JobState::Finished
+                        } else {
+                            JobState::Waiting
+                        },
+                        attempts: 0,
+                        lease: None,
+                        last_error: None,
+                        progress: if done { 1.0 } else { 0.0 },
+                        finished_at_ms: None,
                     },
-                    attempts: 0,
-                    lease: None,
-                    last_error: None,
-                    progress: if done { 1.0 } else { 0.0 },
-                    finished_at_ms: None,
-                },
-            );
-            new.push(sig);
+                );
+                new.push(key);
+            }
         }
         self.reorder();
         let mut changed = self.refresh_ready();
-        changed.extend(new.iter().map(|s| self.jobs[s].clone()));
-        changed.dedup_by(|a, b| a.signature == b.signature);
+        changed.extend(new.iter().map(|k| self.jobs[k].clone()));
+        changed.sort_by_key(|r| r.key);
+        changed.dedup_by(|a, b| a.key == b.key);
         (changed, new)
     }
 
     /// Moves waiting jobs whose dependencies are all finished to ready.
     fn refresh_ready(&mut self) -> Vec<JobRecord> {
         let mut changed = Vec::new();
-        for sig in self.order.clone() {
-            let deps_done = sig.capture_targets().iter().all(|d| {
-                self.jobs
-                    .get(d)
-                    .is_none_or(|j| j.state == JobState::Finished)
-            });
-            let job = self.jobs.get_mut(&sig).expect("ordered jobs exist");
+        for key in self.order.clone() {
+            let deps_done = key
+                .table
+                .dependencies()
+                .iter()
+                .all(|d| self.table_finished(d));
+            let job = self.jobs.get_mut(&key).expect("ordered jobs exist");
             if job.state == JobState::Waiting && deps_done {
                 job.state = JobState::Ready;
                 changed.push(job.clone());
@@ -238,11 +363,11 @@ impl Scheduler {
     /// Leases the first ready job in plan order to `worker`.
     pub fn lease(&mut self, worker: &str, now_ms: u64) -> (Option<Grant>, Vec<JobRecord>) {
         let mut changed = self.expire(now_ms);
-        let Some(sig) = self
+        let Some(key) = self
             .order
             .iter()
             .copied()
-            .find(|s| self.jobs[s].state == JobState::Ready)
+            .find(|k| self.jobs[k].state == JobState::Ready)
         else {
             return (None, changed);
         };
@@ -253,28 +378,28 @@ impl Scheduler {
             worker: worker.to_string(),
             expires_at_ms: now_ms + self.config.lease_ttl_ms,
         };
-        let job = self.jobs.get_mut(&sig).expect("ordered jobs exist");
+        let job = self.jobs.get_mut(&key).expect("ordered jobs exist");
         job.state = JobState::Leased;
         job.attempts += 1;
         job.lease = Some(lease.clone());
         job.progress = 0.0;
         changed.push(job.clone());
         let grant = Grant {
-            signature: sig,
+            key,
             lease,
-            dependencies: sig.capture_targets(),
+            dependencies: key.table.dependencies(),
             attempt: job.attempts,
         };
         (Some(grant), changed)
     }
 
-    fn leased_mut(&mut self, lease_id: &str) -> Result<(Signature, &mut JobRecord), LeaseError> {
+    fn leased_mut(&mut self, lease_id: &str) -> Result<(JobKey, &mut JobRecord), LeaseError> {
         self.jobs
             .iter_mut()
             .find(|(_, j)| {
                 j.state == JobState::Leased && j.lease.as_ref().is_some_and(|l| l.id == lease_id)
             })
-            .map(|(s, j)| (*s, j))
+            .map(|(k, j)| (*k, j))
             .ok_or_else(|| LeaseError::Stale(lease_id.to_string()))
     }
 
@@ -294,23 +419,33 @@ impl Scheduler {
         Ok((lease.expires_at_ms, job.clone()))
     }
 
-    /// Checks that `lease_id` is current and for `signature`, before an upload is committed.
+    /// Checks that `lease_id` is current and for job `key`, before an upload is committed.
     pub fn check_upload(
         &mut self,
         lease_id: &str,
-        signature: &Signature,
+        key: &JobKey,
         now_ms: u64,
     ) -> Result<(), LeaseError> {
         self.expire(now_ms);
-        let (sig, _) = self.leased_mut(lease_id)?;
-        if sig != *signature {
+        let (leased, _) = self.leased_mut(lease_id)?;
+        if leased != *key {
             return Err(LeaseError::WrongTable {
                 lease: lease_id.to_string(),
-                leased: sig.name(),
-                uploaded: signature.name(),
+                leased: leased.to_string(),
+                uploaded: key.to_string(),
             });
         }
         Ok(())
+    }
+
+    /// The job `lease_id` is for, if the lease is current.
+    pub fn leased_job(&self, lease_id: &str) -> Option<JobKey> {
+        self.jobs
+            .iter()
+            .find(|(_, j)| {
+                j.state == JobState::Leased && j.lease.as_ref().is_some_and(|l| l.id == lease_id)
+            })
+            .map(|(k, _)| *k)
     }
 
     /// Marks the job of `lease_id` finished (after its table was committed) and readies the jobs
@@ -342,23 +477,26 @@ impl Scheduler {
         Ok(job.clone())
     }
 
-    /// Marks `sig` finished because its table is already committed (found at start-up).
-    pub fn mark_finished(&mut self, sig: &Signature, now_ms: u64) -> Vec<JobRecord> {
-        let Some(job) = self.jobs.get_mut(sig) else {
-            return Vec::new();
-        };
-        job.state = JobState::Finished;
-        job.lease = None;
-        job.progress = 1.0;
-        job.finished_at_ms = Some(now_ms);
-        let mut changed = vec![job.clone()];
+    /// Marks every job of `table` finished because the table is already committed (found at
+    /// start-up).
+    pub fn mark_finished(&mut self, table: &TableId, now_ms: u64) -> Vec<JobRecord> {
+        let mut changed = Vec::new();
+        for (k, job) in self.jobs.iter_mut() {
+            if k.table == *table && job.state != JobState::Finished {
+                job.state = JobState::Finished;
+                job.lease = None;
+                job.progress = 1.0;
+                job.finished_at_ms = Some(now_ms);
+                changed.push(job.clone());
+            }
+        }
         changed.extend(self.refresh_ready());
         changed
     }
 
     /// Every job in plan order.
-    pub fn jobs(&self) -> impl Iterator<Item = (&Signature, &JobRecord)> {
-        self.order.iter().map(|s| (s, &self.jobs[s]))
+    pub fn jobs(&self) -> impl Iterator<Item = &JobRecord> {
+        self.order.iter().map(|k| &self.jobs[k])
     }
 
     /// Whether every job is finished or failed.
@@ -368,9 +506,9 @@ impl Scheduler {
             .all(|j| matches!(j.state, JobState::Finished | JobState::Failed))
     }
 
-    /// The job of `sig`, if planned.
-    pub fn job(&self, sig: &Signature) -> Option<&JobRecord> {
-        self.jobs.get(sig)
+    /// The job `key`, if planned.
+    pub fn job(&self, key: &JobKey) -> Option<&JobRecord> {
+        self.jobs.get(key)
     }
 }
 
@@ -378,8 +516,12 @@ impl Scheduler {
 mod tests {
     use super::*;
 
-    fn sig(s: &str) -> Signature {
-        s.parse().unwrap()
+    fn sig(s: &str) -> TableId {
+        TableId::new(RuleSet::CyclesAreDraws, s.parse().unwrap())
+    }
+
+    fn job(s: &str) -> JobKey {
+        JobKey::whole(sig(s))
     }
 
     fn scheduler() -> Scheduler {
@@ -402,8 +544,8 @@ mod tests {
         let (g2, _) = s.lease("w2", 0);
         let g1 = g1.unwrap();
         let g2 = g2.unwrap();
-        assert_eq!(g1.signature, sig("KNvK"));
-        assert_eq!(g2.signature, sig("KRvK"));
+        assert_eq!(g1.key, job("KNvK"));
+        assert_eq!(g2.key, job("KRvK"));
         assert!(
             s.lease("w3", 0).0.is_none(),
             "KRvKN waits for its dependencies"
@@ -412,7 +554,7 @@ mod tests {
         assert!(s.lease("w3", 0).0.is_none());
         s.finish(&g2.lease.id, 1).unwrap();
         let g3 = s.lease("w3", 0).0.unwrap();
-        assert_eq!(g3.signature, sig("KRvKN"));
+        assert_eq!(g3.key, job("KRvKN"));
         assert_eq!(g3.dependencies, vec![sig("KNvK"), sig("KRvK")]);
         s.finish(&g3.lease.id, 2).unwrap();
         assert!(s.all_done());
@@ -425,35 +567,47 @@ mod tests {
         let g = s.lease("w1", 0).0.unwrap();
         assert!(s.heartbeat(&g.lease.id, 0.5, 900).is_ok());
         // Renewed at 900: still valid at 1800, expired at 1900.
-        assert!(s.check_upload(&g.lease.id, &sig("KRvK"), 1800).is_ok());
+        assert!(s.check_upload(&g.lease.id, &job("KRvK"), 1800).is_ok());
         let g2 = s.lease("w2", 1900).0.expect("expired job is leased again");
         assert_eq!(g2.attempt, 2);
         assert_eq!(
-            s.check_upload(&g.lease.id, &sig("KRvK"), 1900),
+            s.check_upload(&g.lease.id, &job("KRvK"), 1900),
             Err(LeaseError::Stale(g.lease.id.clone()))
         );
         assert!(s.finish(&g.lease.id, 1900).is_err());
         assert!(matches!(
-            s.check_upload(&g2.lease.id, &sig("KNvK"), 1900),
+            s.check_upload(&g2.lease.id, &job("KNvK"), 1900),
             Err(LeaseError::WrongTable { .. })
         ));
         // Second expiry exhausts the attempts.
         s.expire(10_000);
-        assert_eq!(s.job(&sig("KRvK")).unwrap().state, JobState::Failed);
+        assert_eq!(s.job(&job("KRvK")).unwrap().state, JobState::Failed);
         assert!(s.all_done());
+    }
+
+    #[test]
+    fn records_of_the_first_version_load_as_whole_cycles_are_draws_jobs() {
+        let old = br#"{"signature":"KRvKN","state":"Finished","attempts":1,"lease":null,"last_error":null}"#;
+        let (r, migrated) = JobRecord::from_json(old).unwrap();
+        assert!(migrated);
+        assert_eq!(r.key, job("KRvKN"));
+        assert_eq!(r.state, JobState::Finished);
+        let again = serde_json::to_vec(&r).unwrap();
+        assert_eq!(JobRecord::from_json(&again).unwrap(), (r, false));
+        assert!(JobRecord::from_json(br#"{"signature":"KXvK"}"#).is_err());
     }
 
     #[test]
     fn failures_requeue_until_the_limit_and_restart_resumes() {
         let mut s = scheduler();
         let (records, _) = s.plan(&[sig("KRvK"), sig("KNvK")], |x| *x == sig("KNvK"));
-        assert_eq!(s.job(&sig("KNvK")).unwrap().state, JobState::Finished);
+        assert_eq!(s.job(&job("KNvK")).unwrap().state, JobState::Finished);
         let g = s.lease("w1", 0).0.unwrap();
         s.fail(&g.lease.id, "disk full").unwrap();
-        assert_eq!(s.job(&sig("KRvK")).unwrap().state, JobState::Ready);
+        assert_eq!(s.job(&job("KRvK")).unwrap().state, JobState::Ready);
         // Restart from the persisted records: the lease granted now survives the restart.
         let g = s.lease("w1", 0).0.unwrap();
-        let persisted: Vec<JobRecord> = s.jobs().map(|(_, j)| j.clone()).collect();
+        let persisted: Vec<JobRecord> = s.jobs().cloned().collect();
         assert!(!records.is_empty());
         let mut s2 = Scheduler::new(
             SchedulerConfig {
@@ -464,8 +618,8 @@ mod tests {
             "u".into(),
         );
         assert!(s2.heartbeat(&g.lease.id, 0.1, 10).is_ok());
-        assert_eq!(s2.job(&sig("KNvK")).unwrap().state, JobState::Finished);
+        assert_eq!(s2.job(&job("KNvK")).unwrap().state, JobState::Finished);
         s2.fail(&g.lease.id, "again").unwrap();
-        assert_eq!(s2.job(&sig("KRvK")).unwrap().state, JobState::Failed);
+        assert_eq!(s2.job(&job("KRvK")).unwrap().state, JobState::Failed);
     }
 }

@@ -2,7 +2,8 @@
 //! expiry in the background, and graceful shutdown.
 
 use crate::SchedulerConfig;
-use crate::service::{Access, JobsService, State, TablebaseService};
+use crate::app::{Access, App};
+use crate::grpc::{JobsService, TablebaseService};
 use anyhow::{Context, Result};
 use proto::v1::jobs_server::JobsServer;
 use proto::v1::tablebase_server::TablebaseServer;
@@ -10,10 +11,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use storage_format::store::SledStore;
-use storage_format::{RuleSet, Signature};
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
+use xqtb_core::{RuleSet, TableId};
 
 /// Largest gRPC message accepted (chunks are much smaller; batch probes may be larger).
 const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -27,12 +28,12 @@ pub struct CoordinatorConfig {
     pub data: PathBuf,
     /// Access control.
     pub access: Access,
-    /// Endgames to plan at start (added to whatever the database already holds).
-    pub plan: Vec<Signature>,
+    /// Tables to plan at start (added to whatever the database already holds).
+    pub plan: Vec<TableId>,
     /// Lease time-to-live and retry limit.
     pub scheduler: SchedulerConfig,
-    /// Rule set of every table.
-    pub rules: RuleSet,
+    /// Rule set of requests that name none.
+    pub default_rules: RuleSet,
     /// PEM certificate and key files for TLS.
     pub tls: Option<(PathBuf, PathBuf)>,
 }
@@ -41,8 +42,8 @@ pub struct CoordinatorConfig {
 pub struct Coordinator {
     /// The address it listens on.
     pub addr: SocketAddr,
-    /// Its state (for in-process use: status, all_done).
-    pub state: Arc<State>,
+    /// Its application layer (for in-process use: status, all_done).
+    pub app: Arc<App>,
     shutdown: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<Result<()>>,
 }
@@ -53,16 +54,14 @@ impl Coordinator {
         let store = Arc::new(SledStore::open(&config.data).with_context(|| {
             format!("cannot open the data directory {}", config.data.display())
         })?);
-        let state = Arc::new(State::new(
+        let app = Arc::new(App::open(
             store,
             config.access.clone(),
             config.scheduler,
-            config.rules,
+            config.default_rules,
         )?);
         if !config.plan.is_empty() {
-            state
-                .plan(&config.plan)
-                .map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+            app.submit(&config.plan)?;
         }
         register_metrics();
         let listener = TcpListener::bind(config.listen)
@@ -100,23 +99,27 @@ impl Coordinator {
             .add_service(health_service)
             .add_service(reflection)
             .add_service(
-                JobsServer::new(JobsService(Arc::clone(&state)))
+                JobsServer::new(JobsService(Arc::clone(&app)))
                     .max_decoding_message_size(MAX_MESSAGE_BYTES),
             )
             .add_service(
-                TablebaseServer::new(TablebaseService(Arc::clone(&state)))
+                TablebaseServer::new(TablebaseService(Arc::clone(&app)))
                     .max_decoding_message_size(MAX_MESSAGE_BYTES)
                     .max_encoding_message_size(MAX_MESSAGE_BYTES),
             );
-        let serve_state = Arc::clone(&state);
+        let tick_app = Arc::clone(&app);
         let task = tokio::spawn(async move {
-            // Expire leases even when no worker calls in, so status stays truthful.
-            let expiry_state = Arc::clone(&serve_state);
+            // Leases expire on their own tick, whether or not anyone calls in.
             let ticker = tokio::spawn(async move {
                 let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
                 loop {
                     tick.tick().await;
-                    let _ = expiry_state.status();
+                    let app = Arc::clone(&tick_app);
+                    match tokio::task::spawn_blocking(move || app.tick()).await {
+                        Ok(Err(e)) => tracing::error!("lease expiry failed: {e}"),
+                        Err(e) => tracing::error!("lease expiry task failed: {e}"),
+                        Ok(Ok(_)) => {}
+                    }
                 }
             });
             let result = router
@@ -130,7 +133,7 @@ impl Coordinator {
         tracing::info!(%addr, data = %config.data.display(), "coordinator listening");
         Ok(Coordinator {
             addr,
-            state,
+            app,
             shutdown,
             task,
         })

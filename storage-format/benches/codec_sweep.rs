@@ -12,7 +12,8 @@ use std::time::Instant;
 use storage_format::codec::{
     BlockDecoder, CodecParams, Filler, LayoutChoice, ValueLayout, decode_table, encode_table_with,
 };
-use storage_format::{RuleSet, Signature, SledStore, TableStore};
+use storage_format::{SledStore, TableStore};
+use xqtb_core::{RuleSet, Signature, TableId};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -103,12 +104,14 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|");
     for sig in tables {
-        let enc = store.load_table(&sig).expect("table in the store");
+        let enc = store
+            .load_table(&TableId::new(RuleSet::CyclesAreDraws, sig))
+            .expect("table in the store");
         let table = decode_table(&enc).expect("decodes");
-        let legal: u64 = enc.header.counts.iter().map(|c| c.legal).sum();
+        let legal: u64 = enc.header.counts.legal();
         for (name, p) in variants(&groups) {
             let start = Instant::now();
-            let e = encode_table_with(&table, RuleSet::CyclesAreDraws, &p);
+            let e = encode_table_with(&table, &p);
             let encode_s = start.elapsed().as_secs_f64();
             let dec = BlockDecoder::new(e.dictionary.as_deref());
             let blocks: Vec<(u32, &Vec<u8>)> = e.blocks[0]

@@ -19,19 +19,21 @@
 //! different index), counts and longest wins per side, a CRC-32 of each side's uncompressed
 //! values, and the block table (compressed length and CRC-32 of every block).
 
-use crate::index::{MAX_PIECES, TableIndex};
-use crate::signature::Signature;
-use crate::table::Table;
-use crate::value::{DRAW, ILLEGAL, RuleSet, Value};
 use rayon::prelude::*;
 use std::fmt;
 use thiserror::Error;
 use xiangqi::Color;
+use xqtb_core::{
+    MAX_PIECES, RuleSet, SideCounts, Signature, Table, TableCounts, TableId, TableIndex, Value,
+};
+
+const ILLEGAL: u16 = Value::ILLEGAL_CODE;
+const DRAW: u16 = Value::DRAW_CODE;
 
 /// Version of the header and block encoding described here. Bump on any incompatible change.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// Version of the slot numbering of [`crate::index`]. Bump whenever the index's layout changes,
+/// Version of the slot numbering of [`xqtb_core::TableIndex`]. Bump whenever the index's layout changes,
 /// so that tables written with the old numbering are refused rather than misread.
 pub const INDEX_SCHEME: u32 = 1;
 
@@ -182,41 +184,6 @@ impl Default for CodecParams {
     }
 }
 
-/// Counts of one side to move's positions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SideCounts {
-    /// Legal positions.
-    pub legal: u64,
-    /// Positions the side to move wins.
-    pub wins: u64,
-    /// Drawn positions.
-    pub draws: u64,
-    /// Positions the side to move loses.
-    pub losses: u64,
-    /// The longest win: plies and the lowest slot that has it.
-    pub longest_win: Option<(u16, u64)>,
-}
-
-impl SideCounts {
-    fn merge(mut self, o: SideCounts) -> SideCounts {
-        self.legal += o.legal;
-        self.wins += o.wins;
-        self.draws += o.draws;
-        self.losses += o.losses;
-        self.longest_win = match (self.longest_win, o.longest_win) {
-            (Some(a), Some(b)) => Some(
-                if (b.0, std::cmp::Reverse(b.1)) > (a.0, std::cmp::Reverse(a.1)) {
-                    b
-                } else {
-                    a
-                },
-            ),
-            (a, b) => a.or(b),
-        };
-        self
-    }
-}
-
 /// Place and checksum of one compressed block (or of the dictionary).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockInfo {
@@ -267,8 +234,8 @@ pub struct TableHeader {
     pub level: i32,
     /// The zstd dictionary, when there is one.
     pub dictionary: Option<BlockInfo>,
-    /// Counts per side to move (Red, Black).
-    pub counts: [SideCounts; 2],
+    /// Counts per side to move.
+    pub counts: TableCounts,
     /// CRC-32 of each side's uncompressed block bytes, in block order.
     pub values_crc: [u32; 2],
     /// The compressed blocks per side to move.
@@ -412,6 +379,11 @@ pub fn index_fingerprint(index: &TableIndex) -> u32 {
 }
 
 impl TableHeader {
+    /// The table the header describes.
+    pub fn id(&self) -> TableId {
+        TableId::new(self.rules, self.signature)
+    }
+
     /// Blocks per side.
     pub fn block_count(&self) -> u32 {
         blocks_for(self.index_size, self.block_values)
@@ -480,7 +452,7 @@ impl TableHeader {
                     "{got} blocks listed for {side} to move, the index size needs {n}"
                 ));
             }
-            let c = &self.counts[side.index()];
+            let c = self.counts.side(side);
             if c.wins + c.draws + c.losses != c.legal || c.legal > self.index_size {
                 return bad(format!("counts for {side} to move do not add up"));
             }
@@ -511,7 +483,7 @@ impl TableHeader {
                 put_u32(&mut w, d.crc);
             }
         }
-        for c in &self.counts {
+        for c in &self.counts.0 {
             put_u64(&mut w, c.legal);
             put_u64(&mut w, c.wins);
             put_u64(&mut w, c.draws);
@@ -586,8 +558,8 @@ impl TableHeader {
             }),
             f => return Err(CodecError::BadHeader(format!("bad dictionary flag {f}"))),
         };
-        let mut counts = [SideCounts::default(); 2];
-        for c in &mut counts {
+        let mut counts = TableCounts::default();
+        for c in &mut counts.0 {
             c.legal = r.u64("legal count")?;
             c.wins = r.u64("win count")?;
             c.draws = r.u64("draw count")?;
@@ -698,28 +670,23 @@ fn blocks_for(size: u64, block_values: u32) -> u32 {
 
 /// Counts of one side's codes: legal, W/D/L, longest win.
 fn count_side(codes: &[u16]) -> SideCounts {
+    const CHUNK: usize = 1 << 16;
     codes
-        .par_chunks(1 << 16)
+        .par_chunks(CHUNK)
         .enumerate()
         .map(|(c, chunk)| {
             let mut s = SideCounts::default();
             for (i, &code) in chunk.iter().enumerate() {
-                match Value::decode(code) {
-                    Value::Illegal => continue,
-                    Value::Win(d) => {
-                        s.wins += 1;
-                        if s.longest_win.is_none_or(|(l, _)| d > l) {
-                            s.longest_win = Some((d, (c << 16) as u64 + i as u64));
-                        }
-                    }
-                    Value::Draw => s.draws += 1,
-                    Value::Loss(_) => s.losses += 1,
-                }
-                s.legal += 1;
+                s.add((c * CHUNK + i) as u64, Value::decode(code));
             }
             s
         })
         .reduce(SideCounts::default, SideCounts::merge)
+}
+
+/// Counts of a table's values.
+pub fn count_table(table: &Table) -> TableCounts {
+    TableCounts(Color::ALL.map(|side| count_side(table.codes(side))))
 }
 
 /// The bytes of one block of `codes`, illegal slots filled, in `layout`.
@@ -757,33 +724,26 @@ fn block_bytes(codes: &[u16], layout: ValueLayout, filler: Filler) -> Vec<u8> {
     }
 }
 
-/// Encodes `table` (solved under `rules`) with the default parameters.
-pub fn encode_table(table: &Table, rules: RuleSet) -> EncodedTable {
-    encode_table_with(table, rules, &CodecParams::default())
+/// Encodes `table` with the default parameters; the header records the table's rule set.
+pub fn encode_table(table: &Table) -> EncodedTable {
+    encode_table_with(table, &CodecParams::default())
 }
 
-/// Encodes `table` (solved under `rules`) with `params`. Blocks are compressed in parallel.
+/// Encodes `table` with `params`. Blocks are compressed in parallel.
 ///
 /// # Panics
-/// If `params.block_values` is 0 or above [`MAX_BLOCK_VALUES`], or the table's value vectors do
-/// not match its index size (a programming error, not bad input).
-pub fn encode_table_with(table: &Table, rules: RuleSet, params: &CodecParams) -> EncodedTable {
+/// If `params.block_values` is 0 or above [`MAX_BLOCK_VALUES`] (a programming error, not bad
+/// input).
+pub fn encode_table_with(table: &Table, params: &CodecParams) -> EncodedTable {
     assert!(
         params.block_values > 0 && params.block_values <= MAX_BLOCK_VALUES,
         "block size out of range"
     );
-    let size = table.index.size();
-    for v in &table.values {
-        assert_eq!(
-            v.len() as u64,
-            size,
-            "value vector does not match the index"
-        );
-    }
-    let counts = [0, 1].map(|s| count_side(&table.values[s]));
+    let size = table.index().size();
+    let values = Color::ALL.map(|side| table.codes(side));
+    let counts = count_table(table);
     // Codes that must fit: every legal code, and the illegal marker if it is stored as such.
-    let max_code = table
-        .values
+    let max_code = values
         .par_iter()
         .flat_map(|v| v.par_iter())
         .copied()
@@ -812,7 +772,7 @@ pub fn encode_table_with(table: &Table, rules: RuleSet, params: &CodecParams) ->
         .as_deref()
         .map(|d| zstd::dict::EncoderDictionary::copy(d, params.level));
     let per_side: [Vec<(Vec<u8>, crc32fast::Hasher)>; 2] = [0, 1].map(|s| {
-        table.values[s]
+        values[s]
             .par_chunks(bv)
             .map_init(
                 || {
@@ -846,10 +806,10 @@ pub fn encode_table_with(table: &Table, rules: RuleSet, params: &CodecParams) ->
     let header = TableHeader {
         format_version: FORMAT_VERSION,
         signature: table.signature(),
-        rules,
+        rules: table.rules(),
         index_scheme: INDEX_SCHEME,
         index_size: size,
-        index_fingerprint: index_fingerprint(&table.index),
+        index_fingerprint: index_fingerprint(table.index()),
         layout,
         filler: params.filler,
         block_values: params.block_values,
@@ -875,7 +835,10 @@ fn train_dictionary(
     bv: usize,
     max: usize,
 ) -> Option<Vec<u8>> {
-    let blocks: Vec<&[u16]> = table.values.iter().flat_map(|v| v.chunks(bv)).collect();
+    let blocks: Vec<&[u16]> = Color::ALL
+        .iter()
+        .flat_map(|&side| table.codes(side).chunks(bv))
+        .collect();
     let bytes_per_block = bv * layout.width();
     let want = (100 * max).div_ceil(bytes_per_block).max(8);
     let step = (blocks.len() / want).max(1);
@@ -940,7 +903,7 @@ impl BlockDecoder {
 }
 
 /// Decodes a whole table: checks every block, the values' checksums and the index scheme,
-/// decompresses, and restores the [`ILLEGAL`] code of every illegal slot by recomputing slot
+/// decompresses, and restores the [`Value::ILLEGAL_CODE`] code of every illegal slot by recomputing slot
 /// legality from the index (in parallel), so the result can be verified like a freshly solved
 /// table.
 pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
@@ -989,9 +952,8 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
         values[s] = codes;
     }
     restore_illegal(&index, &mut values);
-    let table = Table { index, values };
-    let counts = [0, 1].map(|s| count_side(&table.values[s]));
-    if counts != h.counts {
+    let table = Table::new(index, h.rules, values);
+    if count_table(&table) != h.counts {
         return Err(CodecError::Inconsistent(
             h.signature,
             "decoded values do not give the header's counts".into(),
@@ -1001,7 +963,7 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
 }
 
 /// Sets every slot whose placement cannot be set up, or whose side not to move is in check, to
-/// [`ILLEGAL`]; leaves the others alone.
+/// [`Value::ILLEGAL_CODE`]; leaves the others alone.
 pub fn restore_illegal(index: &TableIndex, values: &mut [Vec<u16>; 2]) {
     let [red, black] = values;
     const CHUNK: usize = 1 << 12;

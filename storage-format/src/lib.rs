@@ -1,22 +1,38 @@
-//! Material signatures, the perfect-hash index over each table's positions, exact position
-//! counting, the value encoding, solved tables with position lookup, and their storage: the
-//! block codec, shard files, the sled store and the probing library.
+//! The storage of xqtb tables: the value codec (fixed-size blocks of values, each compressed by
+//! zstd, under a header that describes and checksums everything), the self-describing shard file,
+//! and the stores that hold tables ([`TableStore`]: a sled database, a directory of shard files).
+//! The sled database also keeps small records for the coordinator ([`RecordTree`]).
+//!
+//! Depends on the table model (`xqtb-core`); knows nothing of solving, probing, gRPC or async
+//! runtimes.
+//!
+//! ```
+//! use storage_format::{decode_table, encode_table, read_shard, write_shard};
+//! use xqtb_core::RuleSet;
+//! let sig = "KRvK".parse().unwrap();
+//! let tables = solver_free_table(sig);
+//! # fn solver_free_table(sig: xqtb_core::Signature) -> xqtb_core::Table {
+//! #     // A table whose every legal slot is a draw: enough to show the round trip.
+//! #     let index = xqtb_core::TableIndex::new(sig);
+//! #     let n = index.size() as usize;
+//! #     let mut codes = [vec![0u16; n], vec![0u16; n]];
+//! #     storage_format::codec::restore_illegal(&index, &mut codes);
+//! #     xqtb_core::Table::new(index, RuleSet::CyclesAreDraws, codes)
+//! # }
+//! let encoded = encode_table(&tables);
+//! let bytes = write_shard(&encoded);
+//! let back = decode_table(&read_shard(&bytes).unwrap()).unwrap();
+//! assert_eq!(back.codes(xiangqi::Color::Red), tables.codes(xiangqi::Color::Red));
+//! ```
+
+#![warn(missing_docs)]
 
 pub mod codec;
-pub mod count;
-pub mod index;
-pub mod probe;
 pub mod shard;
-pub mod signature;
 pub mod store;
-pub mod table;
-pub mod value;
 
 pub use codec::{CodecParams, EncodedTable, TableHeader, decode_table, encode_table};
-pub use index::TableIndex;
-pub use probe::{MainLine, MoveInfo, ProbeResult, Tablebase};
 pub use shard::{ShardError, read_shard, write_shard};
-pub use signature::{Limits, Material, Signature, SignatureError, closure_of};
-pub use store::{RecordTree, ShardDir, SledStore, StoreError, TableStore};
-pub use table::{MemoryTables, Probe, ProbeError, Table};
-pub use value::{RuleSet, Value};
+pub use store::{
+    IoError, RecordTree, ShardDir, SledStore, StoreError, TableStore, load_into_memory, store_name,
+};

@@ -90,8 +90,8 @@ pub enum ShardError {
     #[error("shard file is corrupt (whole-file checksum mismatch)")]
     FileChecksum,
     /// Reading the file failed.
-    #[error("reading shard file: {0}")]
-    Io(String),
+    #[error("{0}")]
+    Io(#[from] crate::store::IoError),
 }
 
 impl From<CodecError> for ShardError {
@@ -105,7 +105,7 @@ impl From<CodecError> for ShardError {
 
 impl From<io::Error> for ShardError {
     fn from(e: io::Error) -> ShardError {
-        ShardError::Io(e.to_string())
+        ShardError::Io(crate::store::IoError::new("reading shard file", e))
     }
 }
 

@@ -2,20 +2,21 @@
 //! the project uses; [`SledStore`] keeps tables in a sled database, [`ShardDir`] in a directory
 //! of shard files (probed in place, without importing).
 //!
-//! sled keys (one tree, `xqtb-tables`; signature names are ASCII letters and `v`, never `/`):
+//! A table is named in the store by [`store_name`]: its signature for `cycles-are-draws` tables
+//! (the first rule set, whose stores predate the others), `RULES/SIGNATURE` for the others, so
+//! tables of every rule set live side by side. sled keys (one tree, `xqtb-tables`; signature
+//! names are ASCII letters and `v`, rule set names letters and `-`, so `/` separates):
 //!
 //! | key | value |
 //! |---|---|
-//! | `h/` + signature | the [`TableHeader`] bytes followed by their CRC-32 |
-//! | `d/` + signature | the zstd dictionary, if the table has one |
-//! | `b/` + signature + `/` + side (`0` Red, `1` Black, one byte) + block number (`u32` big-endian) | one compressed block |
+//! | `h/` + name | the [`TableHeader`] bytes followed by their CRC-32 |
+//! | `d/` + name | the zstd dictionary, if the table has one |
+//! | `b/` + name + `/` + side (`0` Red, `1` Black, one byte) + block number (`u32` big-endian) | one compressed block |
 //!
 //! Block numbers are big-endian so that a prefix scan returns a table's blocks in order.
 
-use crate::codec::{BlockInfo, CodecError, EncodedTable, TableHeader};
-use crate::index::TableIndex;
+use crate::codec::{BlockInfo, CodecError, EncodedTable, TableHeader, decode_table};
 use crate::shard::{self, ShardError, ShardLayout};
-use crate::signature::Signature;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
@@ -23,15 +24,66 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use thiserror::Error;
 use xiangqi::Color;
+use xqtb_core::{MemoryTables, RuleSet, Signature, Table, TableId, TableIndex};
+
+/// The name of table `id` in a store: the signature for `cycles-are-draws`, `RULES/SIGNATURE`
+/// for any other rule set (see the module documentation).
+pub fn store_name(id: &TableId) -> String {
+    if id.rules == RuleSet::CyclesAreDraws {
+        id.signature.name()
+    } else {
+        format!("{}/{}", id.rules.name(), id.signature.name())
+    }
+}
+
+/// The table named `name` by [`store_name`].
+pub fn parse_store_name(name: &str) -> Option<TableId> {
+    let (rules, sig) = match name.split_once('/') {
+        None => (RuleSet::CyclesAreDraws, name),
+        Some((r, s)) => (r.parse().ok()?, s),
+    };
+    let signature: Signature = sig.parse().ok()?;
+    let id = TableId::new(rules, signature);
+    (store_name(&id) == name).then_some(id)
+}
+
+/// An I/O failure, with what was being done when it happened.
+#[derive(Debug, Clone, Error)]
+#[error("{context}: {source}")]
+pub struct IoError {
+    /// What was being done, e.g. `reading ./shards/KRvK.xqtb`.
+    pub context: String,
+    /// The operating system's error.
+    #[source]
+    pub source: Arc<std::io::Error>,
+}
+
+impl IoError {
+    /// `source` while doing `context`.
+    pub fn new(context: impl Into<String>, source: std::io::Error) -> IoError {
+        IoError {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+}
+
+impl PartialEq for IoError {
+    fn eq(&self, other: &IoError) -> bool {
+        self.context == other.context && self.source.kind() == other.source.kind()
+    }
+}
+
+impl Eq for IoError {}
 
 /// Why a store operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum StoreError {
     /// The table is not in the store.
-    #[error("table {table} is not in the store ({store})")]
+    #[error("table {} is not in the store ({store}; rule set {})", table.signature, table.rules)]
     Missing {
         /// The table.
-        table: Signature,
+        table: TableId,
         /// The store, as [`TableStore::describe`] names it.
         store: String,
     },
@@ -39,7 +91,7 @@ pub enum StoreError {
     #[error("table {table}: no block {block} for {side} to move")]
     NoSuchBlock {
         /// The table.
-        table: Signature,
+        table: TableId,
         /// Side to move.
         side: Color,
         /// Block number.
@@ -47,7 +99,7 @@ pub enum StoreError {
     },
     /// The stored data is damaged.
     #[error("table {0} in the store is corrupt: {1}")]
-    Corrupt(Signature, String),
+    Corrupt(TableId, String),
     /// A shard file was refused.
     #[error("{0}")]
     Shard(#[from] ShardError),
@@ -62,9 +114,21 @@ pub enum StoreError {
     /// The table does not fit this build (index scheme) or is inconsistent.
     #[error("{0}")]
     Codec(#[from] CodecError),
-    /// The database or file system failed.
+    /// The file system failed.
     #[error("store I/O error: {0}")]
-    Io(String),
+    Io(#[from] IoError),
+    /// The sled database failed.
+    #[error("store database error while {context}: {source}")]
+    Database {
+        /// What was being done.
+        context: String,
+        /// sled's error.
+        #[source]
+        source: sled::Error,
+    },
+    /// A key in the store names no table of this build.
+    #[error("the store holds a table named '{0}', which this build does not know")]
+    UnknownTable(String),
 }
 
 /// A place that holds encoded tables. Implementations are safe to share between threads.
@@ -77,35 +141,35 @@ pub trait TableStore: Send + Sync {
     /// header first; a table that does not match is refused and nothing is written.
     fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError>;
 
-    /// The header of `sig`, or `None` if the table is not stored.
-    fn header(&self, sig: &Signature) -> Result<Option<TableHeader>, StoreError>;
+    /// The header of table `id`, or `None` if the table is not stored.
+    fn header(&self, id: &TableId) -> Result<Option<TableHeader>, StoreError>;
 
-    /// One compressed block of `sig`, as stored (check it against the header's block table).
-    fn block(&self, sig: &Signature, side: Color, block: u32) -> Result<Vec<u8>, StoreError>;
+    /// One compressed block of table `id`, as stored (check it against the header's block table).
+    fn block(&self, id: &TableId, side: Color, block: u32) -> Result<Vec<u8>, StoreError>;
 
-    /// The zstd dictionary of `sig`, if it has one.
-    fn dictionary(&self, sig: &Signature) -> Result<Option<Vec<u8>>, StoreError>;
+    /// The zstd dictionary of table `id`, if it has one.
+    fn dictionary(&self, id: &TableId) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// The headers of every stored table, ordered by signature name.
     fn list_tables(&self) -> Result<Vec<TableHeader>, StoreError>;
 
-    /// The whole table of `sig`, every block checked against the header.
-    fn load_table(&self, sig: &Signature) -> Result<EncodedTable, StoreError> {
-        let header = self.header(sig)?.ok_or_else(|| StoreError::Missing {
-            table: *sig,
+    /// The whole table of table `id`, every block checked against the header.
+    fn load_table(&self, id: &TableId) -> Result<EncodedTable, StoreError> {
+        let header = self.header(id)?.ok_or_else(|| StoreError::Missing {
+            table: *id,
             store: self.describe(),
         })?;
         let dictionary = match header.dictionary {
             None => None,
             Some(_) => Some(
-                self.dictionary(sig)?
-                    .ok_or_else(|| StoreError::Corrupt(*sig, "the dictionary is missing".into()))?,
+                self.dictionary(id)?
+                    .ok_or_else(|| StoreError::Corrupt(*id, "the dictionary is missing".into()))?,
             ),
         };
         let mut blocks: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
         for side in Color::ALL {
             for b in 0..header.blocks[side.index()].len() as u32 {
-                blocks[side.index()].push(self.block(sig, side, b)?);
+                blocks[side.index()].push(self.block(id, side, b)?);
             }
         }
         let table = EncodedTable {
@@ -115,13 +179,19 @@ pub trait TableStore: Send + Sync {
         };
         table
             .validate()
-            .map_err(|e| StoreError::Corrupt(*sig, e.to_string()))?;
+            .map_err(|e| StoreError::Corrupt(*id, e.to_string()))?;
         Ok(table)
     }
 
-    /// The shard file of `sig`.
-    fn export_shard(&self, sig: &Signature) -> Result<Vec<u8>, StoreError> {
-        Ok(shard::write_shard(&self.load_table(sig)?))
+    /// The shard file of table `id`.
+    fn export_shard(&self, id: &TableId) -> Result<Vec<u8>, StoreError> {
+        Ok(shard::write_shard(&self.load_table(id)?))
+    }
+
+    /// Table `id` decoded into memory, every block and checksum checked, ready for the solver or
+    /// the verifier.
+    fn load_decoded(&self, id: &TableId) -> Result<Table, StoreError> {
+        Ok(decode_table(&self.load_table(id)?)?)
     }
 
     /// Imports a shard file: every checksum is verified and the index scheme checked before
@@ -143,23 +213,23 @@ impl<T: TableStore + ?Sized> TableStore for Arc<T> {
     fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError> {
         (**self).put_table(table)
     }
-    fn header(&self, sig: &Signature) -> Result<Option<TableHeader>, StoreError> {
-        (**self).header(sig)
+    fn header(&self, id: &TableId) -> Result<Option<TableHeader>, StoreError> {
+        (**self).header(id)
     }
-    fn block(&self, sig: &Signature, side: Color, block: u32) -> Result<Vec<u8>, StoreError> {
-        (**self).block(sig, side, block)
+    fn block(&self, id: &TableId, side: Color, block: u32) -> Result<Vec<u8>, StoreError> {
+        (**self).block(id, side, block)
     }
-    fn dictionary(&self, sig: &Signature) -> Result<Option<Vec<u8>>, StoreError> {
-        (**self).dictionary(sig)
+    fn dictionary(&self, id: &TableId) -> Result<Option<Vec<u8>>, StoreError> {
+        (**self).dictionary(id)
     }
     fn list_tables(&self) -> Result<Vec<TableHeader>, StoreError> {
         (**self).list_tables()
     }
-    fn load_table(&self, sig: &Signature) -> Result<EncodedTable, StoreError> {
-        (**self).load_table(sig)
+    fn load_table(&self, id: &TableId) -> Result<EncodedTable, StoreError> {
+        (**self).load_table(id)
     }
-    fn export_shard(&self, sig: &Signature) -> Result<Vec<u8>, StoreError> {
-        (**self).export_shard(sig)
+    fn export_shard(&self, id: &TableId) -> Result<Vec<u8>, StoreError> {
+        (**self).export_shard(id)
     }
     fn import_shard(&self, bytes: &[u8]) -> Result<TableHeader, StoreError> {
         (**self).import_shard(bytes)
@@ -174,45 +244,49 @@ fn header_value(h: &TableHeader) -> Vec<u8> {
     v
 }
 
-fn parse_header_value(sig: &Signature, v: &[u8]) -> Result<TableHeader, StoreError> {
+fn parse_header_value(id: &TableId, v: &[u8]) -> Result<TableHeader, StoreError> {
     if v.len() < 4 {
-        return Err(StoreError::Corrupt(*sig, "header too short".into()));
+        return Err(StoreError::Corrupt(*id, "header too short".into()));
     }
     let (body, crc) = v.split_at(v.len() - 4);
     if crc32fast::hash(body) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
-        return Err(StoreError::Corrupt(*sig, "header checksum mismatch".into()));
+        return Err(StoreError::Corrupt(*id, "header checksum mismatch".into()));
     }
-    let h = TableHeader::from_bytes(body).map_err(|e| StoreError::Corrupt(*sig, e.to_string()))?;
-    if h.signature != *sig {
+    let h = TableHeader::from_bytes(body).map_err(|e| StoreError::Corrupt(*id, e.to_string()))?;
+    if h.id() != *id {
         return Err(StoreError::Corrupt(
-            *sig,
-            format!("the header is for {}", h.signature),
+            *id,
+            format!("the header is for {}", h.id()),
         ));
     }
     Ok(h)
 }
 
-fn header_key(sig: &Signature) -> Vec<u8> {
-    format!("h/{}", sig.name()).into_bytes()
+fn header_key(id: &TableId) -> Vec<u8> {
+    format!("h/{}", store_name(id)).into_bytes()
 }
 
-fn dictionary_key(sig: &Signature) -> Vec<u8> {
-    format!("d/{}", sig.name()).into_bytes()
+fn dictionary_key(id: &TableId) -> Vec<u8> {
+    format!("d/{}", store_name(id)).into_bytes()
 }
 
-fn blocks_prefix(sig: &Signature) -> Vec<u8> {
-    format!("b/{}/", sig.name()).into_bytes()
+fn blocks_prefix(id: &TableId) -> Vec<u8> {
+    format!("b/{}/", store_name(id)).into_bytes()
 }
 
-fn block_key(sig: &Signature, side: Color, block: u32) -> Vec<u8> {
-    let mut k = blocks_prefix(sig);
+fn block_key(id: &TableId, side: Color, block: u32) -> Vec<u8> {
+    let mut k = blocks_prefix(id);
     k.push(side.index() as u8);
     k.extend_from_slice(&block.to_be_bytes());
     k
 }
 
-fn io_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Io(e.to_string())
+/// A sled failure while doing `context`.
+fn db_err(context: &'static str) -> impl Fn(sled::Error) -> StoreError {
+    move |source| StoreError::Database {
+        context: context.to_string(),
+        source,
+    }
 }
 
 /// Tables in a sled database.
@@ -256,15 +330,20 @@ impl SledStore {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }
-                Err(e) => {
-                    return Err(StoreError::Io(format!(
-                        "opening the store {}: {e} (is another xqtb process using it?)",
-                        dir.display()
-                    )));
+                Err(source) => {
+                    return Err(StoreError::Database {
+                        context: format!(
+                            "opening the store {} (is another xqtb process using it?)",
+                            dir.display()
+                        ),
+                        source,
+                    });
                 }
             }
         };
-        let tree = db.open_tree("xqtb-tables").map_err(io_err)?;
+        let tree = db
+            .open_tree("xqtb-tables")
+            .map_err(db_err("opening the table tree"))?;
         Ok(SledStore { db, tree, dir })
     }
 
@@ -275,7 +354,9 @@ impl SledStore {
 
     /// Bytes the database occupies on disk.
     pub fn size_on_disk(&self) -> Result<u64, StoreError> {
-        self.db.size_on_disk().map_err(io_err)
+        self.db
+            .size_on_disk()
+            .map_err(db_err("measuring the store"))
     }
 
     /// A named tree of small records in the same database (e.g. the coordinator's job states),
@@ -285,7 +366,7 @@ impl SledStore {
             tree: self
                 .db
                 .open_tree(format!("records/{name}"))
-                .map_err(io_err)?,
+                .map_err(db_err("using the store"))?,
         })
     }
 }
@@ -306,8 +387,10 @@ impl std::fmt::Debug for RecordTree {
 impl RecordTree {
     /// Sets `key` to `value`, durably.
     pub fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        self.tree.insert(key.as_bytes(), value).map_err(io_err)?;
-        self.tree.flush().map_err(io_err)?;
+        self.tree
+            .insert(key.as_bytes(), value)
+            .map_err(db_err("using the store"))?;
+        self.tree.flush().map_err(db_err("using the store"))?;
         Ok(())
     }
 
@@ -316,14 +399,16 @@ impl RecordTree {
         Ok(self
             .tree
             .get(key.as_bytes())
-            .map_err(io_err)?
+            .map_err(db_err("using the store"))?
             .map(|v| v.to_vec()))
     }
 
     /// Removes `key`, durably.
     pub fn remove(&self, key: &str) -> Result<(), StoreError> {
-        self.tree.remove(key.as_bytes()).map_err(io_err)?;
-        self.tree.flush().map_err(io_err)?;
+        self.tree
+            .remove(key.as_bytes())
+            .map_err(db_err("using the store"))?;
+        self.tree.flush().map_err(db_err("using the store"))?;
         Ok(())
     }
 
@@ -332,7 +417,7 @@ impl RecordTree {
         self.tree
             .iter()
             .map(|kv| {
-                let (k, v) = kv.map_err(io_err)?;
+                let (k, v) = kv.map_err(db_err("using the store"))?;
                 Ok((String::from_utf8_lossy(&k).into_owned(), v.to_vec()))
             })
             .collect()
@@ -346,46 +431,60 @@ impl TableStore for SledStore {
 
     fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError> {
         table.validate()?;
-        let sig = &table.header.signature;
+        let id = &table.header.id();
         let mut batch = sled::Batch::default();
-        for old in self.tree.scan_prefix(blocks_prefix(sig)).keys() {
-            batch.remove(old.map_err(io_err)?);
+        for old in self.tree.scan_prefix(blocks_prefix(id)).keys() {
+            batch.remove(old.map_err(db_err("using the store"))?);
         }
-        batch.remove(dictionary_key(sig));
+        batch.remove(dictionary_key(id));
         if let Some(d) = &table.dictionary {
-            batch.insert(dictionary_key(sig), d.as_slice());
+            batch.insert(dictionary_key(id), d.as_slice());
         }
         for side in Color::ALL {
             for (b, data) in table.blocks[side.index()].iter().enumerate() {
-                batch.insert(block_key(sig, side, b as u32), data.as_slice());
+                batch.insert(block_key(id, side, b as u32), data.as_slice());
             }
         }
-        batch.insert(header_key(sig), header_value(&table.header));
-        self.tree.apply_batch(batch).map_err(io_err)?;
-        self.tree.flush().map_err(io_err)?;
+        batch.insert(header_key(id), header_value(&table.header));
+        self.tree
+            .apply_batch(batch)
+            .map_err(db_err("using the store"))?;
+        self.tree.flush().map_err(db_err("using the store"))?;
         Ok(())
     }
 
-    fn header(&self, sig: &Signature) -> Result<Option<TableHeader>, StoreError> {
-        match self.tree.get(header_key(sig)).map_err(io_err)? {
+    fn header(&self, id: &TableId) -> Result<Option<TableHeader>, StoreError> {
+        match self
+            .tree
+            .get(header_key(id))
+            .map_err(db_err("using the store"))?
+        {
             None => Ok(None),
-            Some(v) => parse_header_value(sig, &v).map(Some),
+            Some(v) => parse_header_value(id, &v).map(Some),
         }
     }
 
-    fn block(&self, sig: &Signature, side: Color, block: u32) -> Result<Vec<u8>, StoreError> {
-        match self.tree.get(block_key(sig, side, block)).map_err(io_err)? {
+    fn block(&self, id: &TableId, side: Color, block: u32) -> Result<Vec<u8>, StoreError> {
+        match self
+            .tree
+            .get(block_key(id, side, block))
+            .map_err(db_err("using the store"))?
+        {
             Some(v) => Ok(v.to_vec()),
             None => Err(
-                if self.tree.contains_key(header_key(sig)).map_err(io_err)? {
+                if self
+                    .tree
+                    .contains_key(header_key(id))
+                    .map_err(db_err("using the store"))?
+                {
                     StoreError::NoSuchBlock {
-                        table: *sig,
+                        table: *id,
                         side,
                         block,
                     }
                 } else {
                     StoreError::Missing {
-                        table: *sig,
+                        table: *id,
                         store: self.describe(),
                     }
                 },
@@ -395,22 +494,22 @@ impl TableStore for SledStore {
 
     /// Reads the header, dictionary and blocks in one read-only sled transaction, so the
     /// table is a consistent snapshot even while another thread replaces it.
-    fn load_table(&self, sig: &Signature) -> Result<EncodedTable, StoreError> {
+    fn load_table(&self, id: &TableId) -> Result<EncodedTable, StoreError> {
         use sled::transaction::{ConflictableTransactionError as Tx, TransactionError};
         let missing = || StoreError::Missing {
-            table: *sig,
+            table: *id,
             store: self.describe(),
         };
         let result = self.tree.transaction(|tx| {
-            let corrupt = |m: &str| Tx::Abort(StoreError::Corrupt(*sig, m.to_string()));
-            let Some(hv) = tx.get(header_key(sig))? else {
+            let corrupt = |m: &str| Tx::Abort(StoreError::Corrupt(*id, m.to_string()));
+            let Some(hv) = tx.get(header_key(id))? else {
                 return Err(Tx::Abort(missing()));
             };
-            let header = parse_header_value(sig, &hv).map_err(Tx::Abort)?;
+            let header = parse_header_value(id, &hv).map_err(Tx::Abort)?;
             let dictionary = match header.dictionary {
                 None => None,
                 Some(_) => Some(
-                    tx.get(dictionary_key(sig))?
+                    tx.get(dictionary_key(id))?
                         .ok_or_else(|| corrupt("the dictionary is missing"))?
                         .to_vec(),
                 ),
@@ -418,7 +517,7 @@ impl TableStore for SledStore {
             let mut blocks: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
             for side in Color::ALL {
                 for b in 0..header.blocks[side.index()].len() as u32 {
-                    let v = tx.get(block_key(sig, side, b))?.ok_or_else(|| {
+                    let v = tx.get(block_key(id, side, b))?.ok_or_else(|| {
                         corrupt(&format!("block {b} for {side} to move is missing"))
                     })?;
                     blocks[side.index()].push(v.to_vec());
@@ -433,33 +532,31 @@ impl TableStore for SledStore {
         let table = match result {
             Ok(t) => t,
             Err(TransactionError::Abort(e)) => return Err(e),
-            Err(TransactionError::Storage(e)) => return Err(io_err(e)),
+            Err(TransactionError::Storage(e)) => return Err(db_err("reading a table")(e)),
         };
         table
             .validate()
-            .map_err(|e| StoreError::Corrupt(*sig, e.to_string()))?;
+            .map_err(|e| StoreError::Corrupt(*id, e.to_string()))?;
         Ok(table)
     }
 
-    fn dictionary(&self, sig: &Signature) -> Result<Option<Vec<u8>>, StoreError> {
+    fn dictionary(&self, id: &TableId) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self
             .tree
-            .get(dictionary_key(sig))
-            .map_err(io_err)?
+            .get(dictionary_key(id))
+            .map_err(db_err("using the store"))?
             .map(|v| v.to_vec()))
     }
 
     fn list_tables(&self) -> Result<Vec<TableHeader>, StoreError> {
         let mut out = Vec::new();
         for kv in self.tree.scan_prefix(b"h/") {
-            let (k, v) = kv.map_err(io_err)?;
+            let (k, v) = kv.map_err(db_err("using the store"))?;
             let name = String::from_utf8_lossy(&k[2..]).into_owned();
-            let sig: Signature = name
-                .parse()
-                .map_err(|e| StoreError::Io(format!("bad key '{name}' in the store: {e}")))?;
-            out.push(parse_header_value(&sig, &v)?);
+            let id = parse_store_name(&name).ok_or(StoreError::UnknownTable(name))?;
+            out.push(parse_header_value(&id, &v)?);
         }
-        out.sort_by_key(|h| h.signature.name());
+        out.sort_by_key(|h| (h.signature.name(), h.rules));
         Ok(out)
     }
 }
@@ -471,7 +568,7 @@ struct ShardEntry {
     layout: ShardLayout,
 }
 
-/// A directory of shard files (`SIGNATURE.xqtb`), read in place.
+/// A directory of shard files ([`ShardDir::file_name`]), read in place.
 ///
 /// Opening reads and checks each file's preamble and header (a few kilobytes); blocks are read
 /// with positioned reads and checked against their CRC-32 when used, so every byte a probe
@@ -479,7 +576,7 @@ struct ShardEntry {
 /// syncs it and renames it over `SIGNATURE.xqtb`: atomic on POSIX file systems.
 pub struct ShardDir {
     dir: PathBuf,
-    entries: RwLock<HashMap<Signature, Arc<ShardEntry>>>,
+    entries: RwLock<HashMap<TableId, Arc<ShardEntry>>>,
 }
 
 impl std::fmt::Debug for ShardDir {
@@ -494,7 +591,7 @@ impl ShardDir {
     pub fn open(dir: impl AsRef<Path>) -> Result<ShardDir, StoreError> {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir)
-            .map_err(|e| StoreError::Io(format!("creating {}: {e}", dir.display())))?;
+            .map_err(|e| IoError::new(format!("creating {}", dir.display()), e))?;
         let sd = ShardDir {
             dir,
             entries: RwLock::new(HashMap::new()),
@@ -503,36 +600,45 @@ impl ShardDir {
         Ok(sd)
     }
 
-    /// The shard file name of `sig`.
-    pub fn file_name(sig: &Signature) -> String {
-        format!("{}.{}", sig.name(), shard::EXTENSION)
+    /// The shard file name of table `id`: `SIGNATURE.xqtb` for `cycles-are-draws` tables,
+    /// `SIGNATURE.RULES.xqtb` for the other rule sets (the header inside says which table a file
+    /// holds; the name is for people).
+    pub fn file_name(id: &TableId) -> String {
+        if id.rules == RuleSet::CyclesAreDraws {
+            format!("{}.{}", id.signature.name(), shard::EXTENSION)
+        } else {
+            let (sig, rules) = (id.signature.name(), id.rules.name());
+            format!("{sig}.{rules}.{}", shard::EXTENSION)
+        }
     }
 
     /// Re-reads the directory (after files were added or replaced by someone else).
     pub fn rescan(&self) -> Result<(), StoreError> {
         let mut found = HashMap::new();
         let rd = std::fs::read_dir(&self.dir)
-            .map_err(|e| StoreError::Io(format!("reading {}: {e}", self.dir.display())))?;
+            .map_err(|e| IoError::new(format!("reading {}", self.dir.display()), e))?;
         for entry in rd {
-            let path = entry.map_err(io_err)?.path();
+            let path = entry
+                .map_err(|e| IoError::new(format!("reading {}", self.dir.display()), e))?
+                .path();
             if path.extension().and_then(|e| e.to_str()) != Some(shard::EXTENSION) {
                 continue;
             }
             let e = open_entry(&path)?;
-            found.insert(e.layout.header.signature, Arc::new(e));
+            found.insert(e.layout.header.id(), Arc::new(e));
         }
         *self.entries.write().expect("shard directory lock") = found;
         Ok(())
     }
 
-    fn entry(&self, sig: &Signature) -> Result<Arc<ShardEntry>, StoreError> {
+    fn entry(&self, id: &TableId) -> Result<Arc<ShardEntry>, StoreError> {
         self.entries
             .read()
             .expect("shard directory lock")
-            .get(sig)
+            .get(id)
             .cloned()
             .ok_or_else(|| StoreError::Missing {
-                table: *sig,
+                table: *id,
                 store: self.describe(),
             })
     }
@@ -542,14 +648,14 @@ impl ShardDir {
         let mut buf = vec![0u8; len as usize];
         e.file
             .read_exact_at(&mut buf, offset)
-            .map_err(|err| StoreError::Io(format!("reading {}: {err}", e.path.display())))?;
+            .map_err(|err| IoError::new(format!("reading {}", e.path.display()), err))?;
         Ok(buf)
     }
 }
 
 fn open_entry(path: &Path) -> Result<ShardEntry, StoreError> {
     let mut file =
-        File::open(path).map_err(|e| StoreError::Io(format!("opening {}: {e}", path.display())))?;
+        File::open(path).map_err(|e| IoError::new(format!("opening {}", path.display()), e))?;
     let layout = shard::read_shard_layout(&mut file).map_err(|error| StoreError::BadFile {
         path: path.display().to_string(),
         error,
@@ -568,12 +674,12 @@ impl TableStore for ShardDir {
 
     fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError> {
         table.validate()?;
-        let sig = table.header.signature;
+        let id = table.header.id();
         let bytes = shard::write_shard(table);
-        let path = self.dir.join(ShardDir::file_name(&sig));
+        let path = self.dir.join(ShardDir::file_name(&id));
         let tmp = self.dir.join(format!(
             ".{}.tmp-{}",
-            ShardDir::file_name(&sig),
+            ShardDir::file_name(&id),
             std::process::id()
         ));
         let write = || -> std::io::Result<()> {
@@ -585,34 +691,34 @@ impl TableStore for ShardDir {
         };
         if let Err(e) = write() {
             let _ = std::fs::remove_file(&tmp);
-            return Err(StoreError::Io(format!("writing {}: {e}", path.display())));
+            return Err(IoError::new(format!("writing {}", path.display()), e).into());
         }
         let e = open_entry(&path)?;
         self.entries
             .write()
             .expect("shard directory lock")
-            .insert(sig, Arc::new(e));
+            .insert(id, Arc::new(e));
         Ok(())
     }
 
-    fn header(&self, sig: &Signature) -> Result<Option<TableHeader>, StoreError> {
+    fn header(&self, id: &TableId) -> Result<Option<TableHeader>, StoreError> {
         Ok(self
             .entries
             .read()
             .expect("shard directory lock")
-            .get(sig)
+            .get(id)
             .map(|e| e.layout.header.clone()))
     }
 
-    fn block(&self, sig: &Signature, side: Color, block: u32) -> Result<Vec<u8>, StoreError> {
-        let e = self.entry(sig)?;
+    fn block(&self, id: &TableId, side: Color, block: u32) -> Result<Vec<u8>, StoreError> {
+        let e = self.entry(id)?;
         let l = &e.layout;
         let (Some(&offset), Some(info)) = (
             l.block_offsets[side.index()].get(block as usize),
             l.header.blocks[side.index()].get(block as usize),
         ) else {
             return Err(StoreError::NoSuchBlock {
-                table: *sig,
+                table: *id,
                 side,
                 block,
             });
@@ -620,8 +726,8 @@ impl TableStore for ShardDir {
         ShardDir::read_at(&e, offset, info.len)
     }
 
-    fn dictionary(&self, sig: &Signature) -> Result<Option<Vec<u8>>, StoreError> {
-        let e = self.entry(sig)?;
+    fn dictionary(&self, id: &TableId) -> Result<Option<Vec<u8>>, StoreError> {
+        let e = self.entry(id)?;
         match e.layout.header.dictionary {
             None => Ok(None),
             Some(BlockInfo { len, .. }) => {
@@ -638,15 +744,36 @@ impl TableStore for ShardDir {
             .values()
             .map(|e| e.layout.header.clone())
             .collect();
-        out.sort_by_key(|h| h.signature.name());
+        out.sort_by_key(|h| (h.signature.name(), h.rules));
         Ok(out)
     }
 
-    fn export_shard(&self, sig: &Signature) -> Result<Vec<u8>, StoreError> {
-        let e = self.entry(sig)?;
+    fn export_shard(&self, id: &TableId) -> Result<Vec<u8>, StoreError> {
+        let e = self.entry(id)?;
         let bytes = std::fs::read(&e.path)
-            .map_err(|err| StoreError::Io(format!("reading {}: {err}", e.path.display())))?;
+            .map_err(|err| IoError::new(format!("reading {}", e.path.display()), err))?;
         shard::read_shard(&bytes)?;
         Ok(bytes)
     }
+}
+
+/// Loads tables `ids` from `store` into memory, decoded and checked (the solver and the verifier
+/// read dependency tables millions of times), adding them to `tables`; tables already there are
+/// kept. `on_load` sees each table loaded and the seconds it took.
+pub fn load_into_memory(
+    store: &dyn TableStore,
+    ids: &[TableId],
+    tables: &mut MemoryTables,
+    mut on_load: impl FnMut(&TableId, f64),
+) -> Result<(), StoreError> {
+    for id in ids {
+        if tables.contains(id) {
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let table = store.load_decoded(id)?;
+        on_load(id, started.elapsed().as_secs_f64());
+        tables.insert(Arc::new(table));
+    }
+    Ok(())
 }

@@ -1,64 +1,488 @@
-//! The xqtb worker: the retrograde solver, its independent verifier, and the loop that solves a
-//! whole dependency closure.
+//! The xqtb worker: registers with a coordinator, leases a job, fetches the tables it depends
+//! on into a local cache, solves and verifies it with all its threads while heartbeating,
+//! uploads the result and repeats. It reconnects with backoff when the coordinator is away and
+//! hands its job back on shutdown.
+//!
+//! A thin shell: the solver does the work, the storage crate keeps the cache, the `rpc` crate
+//! maps the messages. Nothing here decides a value.
 
-mod capture;
-pub mod client;
-mod position;
-pub mod solve;
-pub mod verify;
+#![warn(missing_docs)]
 
-pub use solve::{Progress, SolveError, solve};
-pub use verify::{TableStats, VerifyError, verify};
-
+use anyhow::{Context, Result, anyhow};
+use proto::v1::jobs_client::JobsClient;
+use proto::v1::*;
+use rpc::{Auth, Client, ShardReceiveError};
+use std::path::PathBuf;
 use std::sync::Arc;
-use storage_format::{MemoryTables, Probe, RuleSet, Signature, Table};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+use storage_format::codec::encode_table;
+use storage_format::shard;
+use storage_format::store::{SledStore, TableStore};
+use tokio::sync::watch;
+use xqtb_core::{JobKey, MemoryTables, TableId};
 
-/// Why a table could not be produced.
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    /// Solving failed.
-    #[error(transparent)]
-    Solve(#[from] SolveError),
-    /// The solved table failed verification; it must not be stored.
-    #[error(transparent)]
-    Verify(#[from] Box<VerifyError>),
+/// Chunk size for uploads (well under the 4 MiB message limit).
+const UPLOAD_CHUNK: usize = 512 * 1024;
+
+/// How to run a worker.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// Coordinator URL, e.g. `http://127.0.0.1:7070`.
+    pub coordinator: String,
+    /// Name shown in status output.
+    pub name: String,
+    /// Solver threads.
+    pub threads: usize,
+    /// Directory of the cache of dependency tables.
+    pub cache: PathBuf,
+    /// Cluster token, sent as `authorization: Bearer ...`.
+    pub token: Option<String>,
+    /// PEM CA certificate to trust for TLS (`https://` URLs).
+    pub ca: Option<PathBuf>,
+    /// Stop once the coordinator says every job is done (otherwise keep polling).
+    pub exit_when_done: bool,
+    /// Fault injection for tests: wait this long (heartbeating) between solving and uploading.
+    pub debug_delay_upload_ms: u64,
 }
 
-/// Solves and verifies one table. A table that fails verification is an error, never returned.
-pub fn solve_and_verify(
-    signature: Signature,
-    rules: RuleSet,
-    deps: &dyn Probe,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(Table, TableStats), JobError> {
-    let table = solve(signature, rules, deps, progress)?;
-    let started = std::time::Instant::now();
-    let stats = verify(&table, deps)?;
-    tracing::info!(table = %signature, secs = started.elapsed().as_secs_f64(), "verified");
-    Ok((table, stats))
+/// What a worker did.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerSummary {
+    /// Jobs solved and accepted.
+    pub committed: Vec<JobKey>,
+    /// Jobs whose upload the coordinator refused (or whose lease was lost).
+    pub refused: Vec<JobKey>,
 }
 
-/// Solves `targets` and everything they depend on, in dependency order, keeping the tables in
-/// memory. `on_table` sees each finished table.
-pub fn solve_closure_in_memory(
-    targets: &[Signature],
-    rules: RuleSet,
-    mut on_table: impl FnMut(&Table, &TableStats),
-) -> Result<MemoryTables, JobError> {
-    let mut tables = MemoryTables::new();
-    for sig in storage_format::closure_of(targets) {
-        let (table, stats) = solve_and_verify(sig, rules, &tables, &|_| {})?;
-        on_table(&table, &stats);
-        tables.insert(Arc::new(table));
+type Jobs = JobsClient<Client>;
+
+/// What the worker is doing with its job, as heartbeats report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    Fetching = 0,
+    Solving = 1,
+    Verifying = 2,
+    Encoding = 3,
+    Uploading = 4,
+}
+
+impl Phase {
+    const ALL: [Phase; 5] = [
+        Phase::Fetching,
+        Phase::Solving,
+        Phase::Verifying,
+        Phase::Encoding,
+        Phase::Uploading,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Fetching => "fetching",
+            Phase::Solving => "solving",
+            Phase::Verifying => "verifying",
+            Phase::Encoding => "encoding",
+            Phase::Uploading => "uploading",
+        }
     }
-    Ok(tables)
 }
 
-/// Legal positions of a table per side to move, counted slot by slot.
-pub fn count_legal_slots(index: &storage_format::TableIndex) -> [u64; 2] {
-    use rayon::prelude::*;
-    (0..index.size())
-        .into_par_iter()
-        .map(|slot| index.legal_sides(slot).map(u64::from))
-        .reduce(|| [0, 0], |a, b| [a[0] + b[0], a[1] + b[1]])
+/// Progress and phase of the current job, shared with the heartbeat task.
+#[derive(Default)]
+struct JobProgress {
+    fraction: AtomicU64,
+    phase: AtomicU8,
+}
+
+impl JobProgress {
+    fn set(&self, phase: Phase, fraction: f64) {
+        self.phase.store(phase as u8, Relaxed);
+        self.fraction.store(fraction.to_bits(), Relaxed);
+    }
+
+    fn get(&self) -> (Phase, f64) {
+        let phase = Phase::ALL[self.phase.load(Relaxed) as usize % Phase::ALL.len()];
+        (phase, f64::from_bits(self.fraction.load(Relaxed)))
+    }
+}
+
+/// Resolves once `shutdown` turns true (the borrow guard never outlives this function, so the
+/// worker future stays `Send`).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|s| *s).await.map(|_| ());
+}
+
+fn is_stopped(shutdown: &watch::Receiver<bool>) -> bool {
+    *shutdown.borrow()
+}
+
+/// Runs the worker until every job is done (with `exit_when_done`) or `shutdown` turns true.
+pub async fn run(
+    config: WorkerConfig,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<WorkerSummary> {
+    let cache = Arc::new(
+        SledStore::open(&config.cache)
+            .with_context(|| format!("cannot open the worker cache {}", config.cache.display()))?,
+    );
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(config.threads)
+            .build()?,
+    );
+    register_metrics();
+    let mut summary = WorkerSummary::default();
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        if is_stopped(&shutdown) {
+            return Ok(summary);
+        }
+        let session = session(
+            &config,
+            &cache,
+            &pool,
+            &mut shutdown,
+            &mut summary,
+            &mut backoff,
+        );
+        match session.await {
+            Ok(()) => return Ok(summary),
+            Err(e) => {
+                tracing::warn!(worker = %config.name, "coordinator unavailable ({e:#}); retrying in {backoff:?}");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = stopped(&mut shutdown) => return Ok(summary),
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+/// One connection's worth of work; returns `Ok` when the worker should stop for good.
+async fn session(
+    config: &WorkerConfig,
+    cache: &Arc<SledStore>,
+    pool: &Arc<rayon::ThreadPool>,
+    shutdown: &mut watch::Receiver<bool>,
+    summary: &mut WorkerSummary,
+    backoff: &mut Duration,
+) -> Result<()> {
+    let channel = rpc::connect(&config.coordinator, config.ca.as_deref()).await?;
+    let mut client = JobsClient::with_interceptor(channel, Auth::new(config.token.as_deref())?)
+        .max_decoding_message_size(16 << 20);
+    let reg = client
+        .register(RegisterRequest {
+            name: config.name.clone(),
+            threads: config.threads as u32,
+            memory_bytes: 0,
+            version: env!("CARGO_PKG_VERSION").into(),
+        })
+        .await?
+        .into_inner();
+    *backoff = Duration::from_millis(200);
+    let worker_id = reg.worker_id;
+    let beat = Duration::from_millis(reg.heartbeat_interval_ms.max(50) as u64);
+    tracing::info!(worker = %worker_id, "registered");
+    loop {
+        if is_stopped(shutdown) {
+            return Ok(());
+        }
+        let lease = client
+            .lease(LeaseRequest {
+                worker_id: worker_id.clone(),
+            })
+            .await?
+            .into_inner();
+        let Some(job) = lease.job else {
+            if lease.all_done && config.exit_when_done {
+                return Ok(());
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(lease.retry_after_ms.max(50) as u64)) => {}
+                _ = stopped(shutdown) => return Ok(()),
+            }
+            continue;
+        };
+        let lease_id = job.lease_id.clone();
+        let work = run_job(
+            &mut client,
+            cache,
+            pool,
+            &worker_id,
+            beat,
+            config.debug_delay_upload_ms,
+            job,
+        );
+        let outcome = tokio::select! {
+            r = work => r,
+            _ = stopped(shutdown) => {
+                let _ = client.report_failure(FailureReport {
+                    worker_id: worker_id.clone(),
+                    lease_id,
+                    message: "worker shutting down; job handed back".into(),
+                }).await;
+                return Ok(());
+            }
+        };
+        match outcome {
+            Ok(JobOutcome::Committed(key)) => summary.committed.push(key),
+            Ok(JobOutcome::Refused(key)) => summary.refused.push(key),
+            Err(JobFailure::Transport(e)) => return Err(e),
+            Err(JobFailure::Job(e)) => {
+                tracing::error!(worker = %worker_id, lease = %lease_id, "job failed: {e:#}");
+                client
+                    .report_failure(FailureReport {
+                        worker_id: worker_id.clone(),
+                        lease_id,
+                        message: format!("{e:#}"),
+                    })
+                    .await?;
+            }
+        }
+    }
+}
+
+enum JobOutcome {
+    Committed(JobKey),
+    Refused(JobKey),
+}
+
+enum JobFailure {
+    /// The coordinator could not be reached: reconnect.
+    Transport(anyhow::Error),
+    /// The job itself failed: report it.
+    Job(anyhow::Error),
+}
+
+impl From<tonic::Status> for JobFailure {
+    fn from(s: tonic::Status) -> Self {
+        JobFailure::Transport(s.into())
+    }
+}
+
+fn job_err(e: impl Into<anyhow::Error>) -> JobFailure {
+    JobFailure::Job(e.into())
+}
+
+/// Sends heartbeats for `lease_id` every `beat` until aborted; sets `lost` when the coordinator
+/// says the lease is gone.
+fn spawn_heartbeats(
+    mut client: Jobs,
+    worker_id: String,
+    lease_id: String,
+    beat: Duration,
+    progress: Arc<JobProgress>,
+    lost: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(beat).await;
+            let (phase, fraction) = progress.get();
+            let r = client
+                .heartbeat(HeartbeatRequest {
+                    worker_id: worker_id.clone(),
+                    lease_id: lease_id.clone(),
+                    progress: fraction,
+                    phase: phase.name().into(),
+                })
+                .await;
+            if let Ok(r) = r
+                && !r.into_inner().keep_going
+            {
+                lost.store(true, Relaxed);
+                return;
+            }
+        }
+    })
+}
+
+async fn run_job(
+    client: &mut Jobs,
+    cache: &Arc<SledStore>,
+    pool: &Arc<rayon::ThreadPool>,
+    worker_id: &str,
+    beat: Duration,
+    delay: u64,
+    job: Job,
+) -> Result<JobOutcome, JobFailure> {
+    let key = rpc::parse_job_key(job.key.as_ref()).map_err(job_err)?;
+    if !key.is_whole_table() {
+        return Err(job_err(anyhow!(
+            "{key}: this worker solves whole tables only"
+        )));
+    }
+    let deps: Vec<TableId> = job
+        .dependencies
+        .iter()
+        .map(|t| rpc::parse_table(&t.signature, &t.rules, key.table.rules))
+        .collect::<Result<_, _>>()
+        .map_err(job_err)?;
+    tracing::info!(worker = %worker_id, job = %key, lease = %job.lease_id, "solving");
+    let progress = Arc::new(JobProgress::default());
+    let lost = Arc::new(AtomicBool::new(false));
+    // Heartbeats run beside everything else for the whole job, downloads included.
+    let heartbeat = spawn_heartbeats(
+        client.clone(),
+        worker_id.to_string(),
+        job.lease_id.clone(),
+        beat,
+        Arc::clone(&progress),
+        Arc::clone(&lost),
+    );
+    let result = async {
+        progress.set(Phase::Fetching, 0.0);
+        for dep in &deps {
+            if cache.header(dep).map_err(job_err)?.is_none() {
+                let bytes = fetch(client, dep).await?;
+                cache
+                    .import_shard(&bytes)
+                    .map_err(|e| job_err(anyhow!("dependency {dep}: {e}")))?;
+            }
+        }
+        let mut tables = MemoryTables::new();
+        storage_format::load_into_memory(&**cache, &deps, &mut tables, |_, _| {})
+            .map_err(job_err)?;
+        let (pool, p) = (Arc::clone(pool), Arc::clone(&progress));
+        let started = std::time::Instant::now();
+        let solved = tokio::task::spawn_blocking(move || {
+            pool.install(|| {
+                let report = |pr: solver::Progress| {
+                    let share = |done: u64, total: u64| done as f64 / total.max(1) as f64;
+                    match pr {
+                        solver::Progress::Init { done, total } => {
+                            p.set(Phase::Solving, 0.2 * share(done, total))
+                        }
+                        solver::Progress::Level { resolved, total, .. } => {
+                            p.set(Phase::Solving, 0.2 + 0.4 * share(resolved, total))
+                        }
+                        solver::Progress::Verify { done, total } => {
+                            p.set(Phase::Verifying, 0.6 + 0.3 * share(done, total))
+                        }
+                    }
+                };
+                let (table, _) = solver::solve_and_verify(key.table, &tables, &report)?;
+                p.set(Phase::Encoding, 0.9);
+                Ok::<_, anyhow::Error>(encode_table(&table))
+            })
+        })
+        .await
+        .map_err(|e| job_err(anyhow!("solver thread: {e}")))?
+        .map_err(job_err)?;
+        let secs = started.elapsed().as_secs_f64();
+        let entries = key.entries();
+        metrics::histogram!("xqtb_worker_solve_seconds").record(secs);
+        metrics::gauge!("xqtb_worker_solve_entries_per_second").set(entries as f64 / secs.max(1e-9));
+        metrics::counter!("xqtb_worker_entries_solved_total").increment(entries);
+        if lost.load(Relaxed) {
+            tracing::warn!(worker = %worker_id, job = %key, "lease lost while solving; dropping the result");
+            return Ok(JobOutcome::Refused(key));
+        }
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            if lost.load(Relaxed) {
+                tracing::warn!(worker = %worker_id, job = %key, "lease lost while waiting to upload; dropping the result");
+                return Ok(JobOutcome::Refused(key));
+            }
+        }
+        progress.set(Phase::Uploading, 0.95);
+        let bytes = shard::write_shard(&solved);
+        // Keep our own result: later jobs depend on it.
+        cache.put_table(&solved).map_err(job_err)?;
+        upload(client, &job.lease_id, &key, &bytes, worker_id).await
+    }
+    .await;
+    heartbeat.abort();
+    result
+}
+
+/// Streams the shard `bytes` of job `key` to the coordinator under `lease_id`.
+async fn upload(
+    client: &mut Jobs,
+    lease_id: &str,
+    key: &JobKey,
+    bytes: &[u8],
+    worker_id: &str,
+) -> Result<JobOutcome, JobFailure> {
+    let total = bytes.len() as u64;
+    let chunks: Vec<UploadChunk> = bytes
+        .chunks(UPLOAD_CHUNK)
+        .enumerate()
+        .map(|(i, c)| UploadChunk {
+            lease_id: if i == 0 {
+                lease_id.into()
+            } else {
+                String::new()
+            },
+            key: (i == 0).then(|| rpc::job_key(key)),
+            total_bytes: total,
+            data: c.to_vec(),
+        })
+        .collect();
+    match client.upload(tokio_stream::iter(chunks)).await {
+        Ok(r) => {
+            metrics::counter!("xqtb_worker_tables_committed_total").increment(1);
+            metrics::counter!("xqtb_worker_upload_bytes_total").increment(total);
+            tracing::info!(worker = %worker_id, job = %key, "{}", r.into_inner().message);
+            Ok(JobOutcome::Committed(*key))
+        }
+        Err(s)
+            if matches!(
+                s.code(),
+                tonic::Code::FailedPrecondition | tonic::Code::InvalidArgument
+            ) =>
+        {
+            tracing::warn!(worker = %worker_id, job = %key, "upload refused: {}", s.message());
+            Ok(JobOutcome::Refused(*key))
+        }
+        Err(s) => Err(JobFailure::Transport(s.into())),
+    }
+}
+
+/// Downloads the shard of table `id` from the coordinator.
+async fn fetch(client: &mut Jobs, id: &TableId) -> Result<Vec<u8>, JobFailure> {
+    let mut stream = client
+        .fetch_table(FetchTableRequest {
+            signature: id.signature.name(),
+            rules: id.rules.name().into(),
+        })
+        .await?
+        .into_inner();
+    match rpc::receive_shard(&mut stream, id, |_, _| {}).await {
+        Ok(bytes) => Ok(bytes),
+        Err(ShardReceiveError::Transport(s)) => Err(s.into()),
+        Err(e) => Err(job_err(e)),
+    }
+}
+
+/// Describes the worker's metrics and creates its counters at zero.
+fn register_metrics() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_gauge!(
+        "xqtb_worker_solve_entries_per_second",
+        "Entries per second of the last solve"
+    );
+    describe_histogram!(
+        "xqtb_worker_solve_seconds",
+        Unit::Seconds,
+        "Time to solve, verify and encode a table"
+    );
+    describe_counter!("xqtb_worker_entries_solved_total", "Index entries solved");
+    describe_counter!(
+        "xqtb_worker_tables_committed_total",
+        "Tables the coordinator accepted"
+    );
+    describe_counter!(
+        "xqtb_worker_upload_bytes_total",
+        Unit::Bytes,
+        "Bytes uploaded"
+    );
+    for name in [
+        "xqtb_worker_entries_solved_total",
+        "xqtb_worker_tables_committed_total",
+        "xqtb_worker_upload_bytes_total",
+    ] {
+        metrics::counter!(name).increment(0);
+    }
 }

@@ -17,7 +17,7 @@ const fn bit(s: u8) -> u128 {
 
 /// A Xiangqi position: where every piece stands and whose turn it is.
 ///
-/// A board built by [`crate::fen`] parsing or checked with [`Board::validate`] has exactly one king a
+/// A board built by [`crate::fen`] parsing or checked with [`crate::fen::validate`] has exactly one king a
 /// side; the attack and move functions rely on that.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Board {

@@ -3,6 +3,21 @@
 //!
 //! Coordinates follow ICCS: files `a`..`i` left to right as Red sees the board, ranks `0`..`9`
 //! from Red's home rank. Red moves first.
+//!
+//! The foundation of the workspace: it depends on nothing but `thiserror`, does no I/O and knows
+//! nothing of tablebases.
+//!
+//! ```
+//! use xiangqi::{START_FEN, notation, parse_fen, perft};
+//! let board = parse_fen(START_FEN).unwrap();
+//! assert_eq!(board.legal_moves().len(), 44);
+//! let m = notation::parse_iccs(&board, "h2e2").unwrap();
+//! assert_eq!(notation::to_chinese(&board, m), "炮二平五");
+//! assert_eq!(notation::to_wxf(&board, m), "C2.5");
+//! assert_eq!(perft(&mut board.clone(), 2), 1920);
+//! ```
+
+#![warn(missing_docs)]
 
 mod board;
 pub mod fen;

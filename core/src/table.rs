@@ -1,0 +1,319 @@
+//! Solved tables in memory, the lookup of any position in a set of tables ([`Probe`]), and why a
+//! lookup can fail ([`ProbeError`]).
+
+use crate::index::TableIndex;
+use crate::key::TableId;
+use crate::rules::RuleSet;
+use crate::signature::{Material, Signature};
+use crate::value::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use thiserror::Error;
+use xiangqi::{Board, Color};
+
+/// Why a position could not be looked up.
+#[derive(Debug, Clone, Error)]
+pub enum ProbeError {
+    /// The table for the position's material is not available.
+    #[error("table {0} is not available")]
+    MissingTable(TableId),
+    /// The position is not legal.
+    #[error("illegal position: {0}")]
+    Illegal(String),
+    /// Reading the table failed; `source` says why.
+    #[error("reading table {table} failed: {source}")]
+    Storage {
+        /// The table.
+        table: TableId,
+        /// What went wrong.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// The table is not in the store or shard directory being probed.
+    #[error("table {} is not in the store ({store}; rule set {})", table.signature, table.rules)]
+    NotInStore {
+        /// The table.
+        table: TableId,
+        /// The store, e.g. `sled store ./xqtb-data`.
+        store: String,
+    },
+    /// The FEN does not parse or describes an illegal position; carries the parser's reason.
+    #[error("bad FEN: {0}")]
+    BadFen(String),
+    /// More pieces than any table holds.
+    #[error("the position has {pieces} pieces; tables hold at most {max}")]
+    TooManyPieces {
+        /// Pieces on the board, kings included.
+        pieces: u32,
+        /// Most pieces a table holds.
+        max: u32,
+    },
+}
+
+impl ProbeError {
+    /// A storage fault of `table` with the error that caused it.
+    pub fn storage(
+        table: TableId,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        ProbeError::Storage {
+            table,
+            source: Arc::from(source.into()),
+        }
+    }
+}
+
+impl PartialEq for ProbeError {
+    fn eq(&self, other: &Self) -> bool {
+        use ProbeError::*;
+        match (self, other) {
+            (MissingTable(a), MissingTable(b)) => a == b,
+            (Illegal(a), Illegal(b)) | (BadFen(a), BadFen(b)) => a == b,
+            (
+                Storage {
+                    table: a,
+                    source: x,
+                },
+                Storage {
+                    table: b,
+                    source: y,
+                },
+            ) => a == b && x.to_string() == y.to_string(),
+            (NotInStore { table: a, store: x }, NotInStore { table: b, store: y }) => {
+                a == b && x == y
+            }
+            (TooManyPieces { pieces: a, max: x }, TooManyPieces { pieces: b, max: y }) => {
+                a == b && x == y
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ProbeError {}
+
+/// A solved table: its rule set and the values of every slot for both sides to move.
+#[derive(Clone)]
+pub struct Table {
+    index: TableIndex,
+    rules: RuleSet,
+    /// Encoded [`Value`]s, indexed by side to move then slot.
+    codes: [Vec<u16>; 2],
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Table({}, {} slots per side)",
+            self.id(),
+            self.index.size()
+        )
+    }
+}
+
+impl Table {
+    /// A table of `index` solved under `rules`, from the encoded values of each side to move
+    /// ([`Value::encode`]; [`Value::ILLEGAL_CODE`] for slots without a legal position).
+    ///
+    /// # Panics
+    /// If a side's codes do not cover the index exactly (a programming error).
+    pub fn new(index: TableIndex, rules: RuleSet, codes: [Vec<u16>; 2]) -> Table {
+        for c in &codes {
+            assert_eq!(
+                c.len() as u64,
+                index.size(),
+                "values do not match the index"
+            );
+        }
+        Table {
+            index,
+            rules,
+            codes,
+        }
+    }
+
+    /// The index the values are laid out by.
+    #[inline]
+    pub fn index(&self) -> &TableIndex {
+        &self.index
+    }
+
+    /// The rule set the table was solved under.
+    #[inline]
+    pub fn rules(&self) -> RuleSet {
+        self.rules
+    }
+
+    /// The table's signature.
+    pub fn signature(&self) -> Signature {
+        self.index.signature()
+    }
+
+    /// Which table this is: signature and rule set.
+    pub fn id(&self) -> TableId {
+        TableId::new(self.rules, self.signature())
+    }
+
+    /// The value of `slot` with `side` to move.
+    #[inline]
+    pub fn value(&self, side: Color, slot: u64) -> Value {
+        Value::decode(self.codes[side.index()][slot as usize])
+    }
+
+    /// The encoded values of `side` to move, by slot.
+    #[inline]
+    pub fn codes(&self, side: Color) -> &[u16] {
+        &self.codes[side.index()]
+    }
+
+    /// The encoded values of `side` to move, to change in place (tests corrupt tables this way).
+    pub fn codes_mut(&mut self, side: Color) -> &mut [u16] {
+        &mut self.codes[side.index()]
+    }
+}
+
+/// Where a position lives: its canonical table, side to move and slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The canonical table's signature.
+    pub signature: Signature,
+    /// Side to move in the canonical orientation.
+    pub side: Color,
+    /// Slot in that table.
+    pub slot: u64,
+}
+
+/// How a position is turned into the orientation of its canonical table: the canonical
+/// signature of its material, and whether the board is rotated by 180 degrees with the colours
+/// swapped (when Black holds the stronger side).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Orientation {
+    /// The canonical signature.
+    pub signature: Signature,
+    /// Whether the canonical table sees the board rotated with colours swapped.
+    pub rotated: bool,
+}
+
+impl Orientation {
+    /// The orientation of `material`.
+    pub fn of_material(material: &Material) -> Orientation {
+        Orientation {
+            signature: Signature::new(*material),
+            rotated: material.black_is_stronger(),
+        }
+    }
+
+    /// The orientation of the material on `board`.
+    pub fn of_board(board: &Board) -> Orientation {
+        Orientation::of_material(&Material::of_board(board))
+    }
+
+    /// The side to move in the canonical table when `side` is to move on the board.
+    #[inline]
+    pub fn side(&self, side: Color) -> Color {
+        if self.rotated { side.opponent() } else { side }
+    }
+
+    /// The canonical table's point of board square number `square`.
+    #[inline]
+    pub fn square(&self, square: u8) -> u8 {
+        if self.rotated { 89 - square } else { square }
+    }
+}
+
+/// Anything that answers "what is this position worth": a set of tables in memory, a store, a
+/// directory of shard files. Values are asked for under one rule set at a time.
+pub trait Probe: Sync {
+    /// The value of `board` with its side to move, in the tables of `rules`. Dead-draw material
+    /// is a draw without a table.
+    fn probe(&self, rules: RuleSet, board: &Board) -> Result<Value, ProbeError>;
+
+    /// Whether the table `id` is available.
+    fn has_table(&self, id: &TableId) -> bool;
+
+    /// The whole table `id` when it is held in memory (the solver then reads it directly).
+    fn table(&self, _id: &TableId) -> Option<&Table> {
+        None
+    }
+}
+
+/// Solved tables held in memory, keyed by table (signature and rule set).
+#[derive(Default, Clone)]
+pub struct MemoryTables {
+    tables: HashMap<TableId, Arc<Table>>,
+}
+
+impl MemoryTables {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) a table.
+    pub fn insert(&mut self, table: Arc<Table>) {
+        self.tables.insert(table.id(), table);
+    }
+
+    /// The table `id`, if held.
+    pub fn get(&self, id: &TableId) -> Option<&Arc<Table>> {
+        self.tables.get(id)
+    }
+
+    /// Keeps only the tables `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&TableId) -> bool) {
+        self.tables.retain(|id, _| keep(id));
+    }
+
+    /// Whether `id` is held.
+    pub fn contains(&self, id: &TableId) -> bool {
+        self.tables.contains_key(id)
+    }
+
+    /// Locates `board` in its table of `rules`: `None` for dead-draw material.
+    pub fn locate(
+        &self,
+        rules: RuleSet,
+        board: &Board,
+    ) -> Result<Option<(Location, &Table)>, ProbeError> {
+        let o = Orientation::of_board(board);
+        if o.signature.is_dead_draw() {
+            return Ok(None);
+        }
+        let id = TableId::new(rules, o.signature);
+        let table = self.tables.get(&id).ok_or(ProbeError::MissingTable(id))?;
+        let slot = table
+            .index
+            .slot_of(board, o.rotated)
+            .map_err(|e| ProbeError::Illegal(e.to_string()))?;
+        Ok(Some((
+            Location {
+                signature: o.signature,
+                side: o.side(board.side_to_move()),
+                slot,
+            },
+            table,
+        )))
+    }
+}
+
+impl Probe for MemoryTables {
+    fn has_table(&self, id: &TableId) -> bool {
+        self.contains(id)
+    }
+
+    fn table(&self, id: &TableId) -> Option<&Table> {
+        self.get(id).map(|t| &**t)
+    }
+
+    fn probe(&self, rules: RuleSet, board: &Board) -> Result<Value, ProbeError> {
+        let in_check = || ProbeError::Illegal("the side not to move is in check".into());
+        match self.locate(rules, board)? {
+            None if board.opponent_in_check() => Err(in_check()),
+            None => Ok(Value::Draw),
+            Some((loc, table)) => match table.value(loc.side, loc.slot) {
+                Value::Illegal => Err(in_check()),
+                v => Ok(v),
+            },
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Probing: colour-flipped and mirrored positions give the canonical answers, moves come best
+//! first with consistent values, main lines are legal and as long as the stored distance, and
+//! bad input gets a clear error.
+
+mod common;
+
+use common::{RULES, legal_positions, sig, solved};
+use probe::{LineEnd, ProbeResult, Tablebase};
+use std::sync::{Arc, OnceLock};
+use storage_format::codec::encode_table;
+use storage_format::store::{SledStore, TableStore};
+use xiangqi::{Board, Move};
+use xqtb_core::{Probe, ProbeError, Value};
+
+/// One store with every solved table, shared by the tests of this binary.
+fn tablebase() -> &'static Tablebase<Arc<SledStore>> {
+    static TB: OnceLock<(tempfile::TempDir, Tablebase<Arc<SledStore>>)> = OnceLock::new();
+    &TB.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SledStore::open(dir.path()).unwrap());
+        for s in &solved().sigs {
+            store.put_table(&encode_table(solved().table(s))).unwrap();
+        }
+        (dir, Tablebase::new(store))
+    })
+    .1
+}
+
+/// A sample of legal positions of `name`, every `step`-th.
+fn sample(name: &str, step: usize) -> Vec<Board> {
+    legal_positions(solved().table(&sig(name)))
+        .step_by(step)
+        .map(|(_, _, b)| b)
+        .collect()
+}
+
+/// How a move maps onto the transformed board.
+type MoveMap = fn(Move) -> Move;
+
+/// The moves of a result as (move, value) after mapping each move through `f`, sorted.
+fn moves_mapped(r: &ProbeResult, f: impl Fn(Move) -> Move) -> Vec<(String, Value)> {
+    let mut v: Vec<_> = r.moves.iter().map(|m| (f(m.mv).iccs(), m.value)).collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+#[test]
+fn colour_flipped_and_mirrored_positions_give_the_canonical_answers() {
+    let tb = tablebase();
+    let mut checked = 0;
+    for name in ["KRvKN", "KCvKA", "KNvK"] {
+        for b in sample(name, 211) {
+            let canon = tb.probe_board(RULES, &b).unwrap();
+            assert_eq!(canon.table, Some(sig(name)));
+            let flipped = b.rotated();
+            let variants: [(Board, MoveMap); 3] = [
+                (b.mirrored(), Move::mirror),
+                (flipped.clone(), Move::rotate),
+                (flipped.mirrored(), |m: Move| m.rotate().mirror()),
+            ];
+            for (other, map) in variants {
+                // Through the FEN, as a user gives it: Black holds the stronger side in the
+                // flipped boards.
+                let r = tb.probe_fen(RULES, &other.fen()).unwrap();
+                assert_eq!(r.value, canon.value, "{} vs {}", other.fen(), b.fen());
+                assert_eq!(r.table, canon.table);
+                assert_eq!(
+                    moves_mapped(&r, map),
+                    moves_mapped(&canon, |m| m),
+                    "{}",
+                    other.fen()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+}
+
+#[test]
+fn moves_come_best_first_and_agree_with_the_position() {
+    let tb = tablebase();
+    for name in ["KRvKN", "KCvKA"] {
+        for b in sample(name, 97) {
+            let r = tb.probe_board(RULES, &b).unwrap();
+            let legal = b.legal_moves();
+            assert_eq!(r.moves.len(), legal.len());
+            let prefs: Vec<i32> = r.moves.iter().map(|m| m.for_mover().preference()).collect();
+            assert!(prefs.windows(2).all(|w| w[0] >= w[1]), "{}", b.fen());
+            match r.moves.first() {
+                Some(best) => assert_eq!(best.for_mover(), r.value),
+                None => assert_eq!(r.value, Value::Loss(0)),
+            }
+            for m in &r.moves {
+                let mut after = b.clone();
+                after.make(m.mv);
+                assert_eq!(tb.probe(RULES, &after).unwrap(), m.value);
+                assert_eq!(m.iccs, m.mv.iccs());
+                assert_eq!(m.wxf, xiangqi::notation::to_wxf(&b, m.mv));
+                assert_eq!(m.chinese, xiangqi::notation::to_chinese(&b, m.mv));
+            }
+        }
+    }
+}
+
+/// Checks a main line move by move; returns its length.
+fn check_mainline(tb: &Tablebase<Arc<SledStore>>, start: &Board) -> usize {
+    let line = tb.mainline(RULES, start).unwrap();
+    let v = tb.probe(RULES, start).unwrap();
+    assert_eq!(line.value, v);
+    let mut b = start.clone();
+    let mut value = v;
+    for m in &line.moves {
+        assert!(
+            b.is_legal_move(m.mv),
+            "{} is illegal in {}",
+            m.iccs,
+            b.fen()
+        );
+        assert_eq!(m.for_mover(), value, "{} in {}", m.iccs, b.fen());
+        b.make(m.mv);
+        value = tb.probe(RULES, &b).unwrap();
+        assert_eq!(value, m.value);
+    }
+    assert_eq!(line.end_board, b);
+    match v {
+        Value::Win(d) | Value::Loss(d) => {
+            assert_eq!(line.moves.len(), d as usize, "{}", start.fen());
+            assert!(!b.has_legal_move(), "the line ends with a legal move left");
+            assert_eq!(value, Value::Loss(0));
+            let end = if b.in_check(b.side_to_move()) {
+                LineEnd::Mate
+            } else {
+                LineEnd::Stalemate
+            };
+            assert_eq!(line.end, end);
+        }
+        Value::Draw => {
+            assert!(line.moves.is_empty());
+            assert_eq!(line.end, LineEnd::Draw);
+        }
+        Value::Illegal => unreachable!(),
+    }
+    line.moves.len()
+}
+
+#[test]
+fn main_lines_are_legal_end_in_mate_and_are_as_long_as_the_distance() {
+    let tb = tablebase();
+    let mut longest = 0;
+    for name in ["KRvKN", "KCvKA", "KNvK"] {
+        let t = solved().table(&sig(name));
+        // The longest wins of each side, and a spread of other positions (wins, losses, draws).
+        let stats = solver::verify(t, &solved().tables).unwrap();
+        for side in xiangqi::Color::ALL {
+            if let Some((d, slot)) = stats[side].longest_win {
+                let b = t.index().board(slot, side).unwrap();
+                assert_eq!(check_mainline(tb, &b), d as usize);
+                longest = longest.max(d);
+            }
+        }
+        for b in sample(name, 1009) {
+            check_mainline(tb, &b);
+        }
+    }
+    assert!(longest >= 25, "{longest}");
+    // A line that leaves its table by a capture and goes on in the next table.
+    let fen = "9/9/5k3/9/9/9/9/3K1n3/1R7/9 b";
+    let line = tb.mainline_fen(RULES, fen).unwrap();
+    assert_eq!(line.value, Value::Win(17));
+    assert_eq!(
+        xqtb_core::Material::of_board(&line.end_board).name(),
+        "KvKN",
+        "the line captures the rook and mates in KNvK"
+    );
+    check_mainline(tb, &xiangqi::parse_fen(fen).unwrap());
+}
+
+#[test]
+fn positions_without_attackers_are_draws_without_a_table() {
+    let tb = tablebase();
+    let r = tb.probe_fen(RULES, "3k5/9/9/9/9/9/9/9/4A4/4K4 w").unwrap();
+    assert_eq!((r.table, r.value), (None, Value::Draw));
+    assert!(r.moves.iter().all(|m| m.value == Value::Draw));
+    let line = tb.mainline(RULES, &r.board).unwrap();
+    assert!(line.moves.is_empty() && line.end == LineEnd::Draw);
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let tb = tablebase();
+    let err = |fen: &str| tb.probe_fen(RULES, fen).unwrap_err();
+    match err("4k4/9/9 w") {
+        ProbeError::BadFen(m) => assert!(m.contains("rows"), "{m}"),
+        e => panic!("{e:?}"),
+    }
+    // The side not to move is in check: Red's rook attacks Black's king with Red to move.
+    match err("4k4/9/9/9/9/9/9/9/9/3KR4 w") {
+        ProbeError::BadFen(m) => assert!(m.contains("check"), "{m}"),
+        e => panic!("{e:?}"),
+    }
+    match err("4k4/9/9/9/9/9/9/9/9/4K4 w") {
+        ProbeError::BadFen(m) => assert!(m.contains("face each other"), "{m}"),
+        e => panic!("{e:?}"),
+    }
+    match err(xiangqi::START_FEN) {
+        ProbeError::TooManyPieces { pieces: 32, max } => assert!(max < 32),
+        e => panic!("{e:?}"),
+    }
+    assert!(
+        err(xiangqi::START_FEN)
+            .to_string()
+            .contains("32 pieces; tables hold at most")
+    );
+    // A table not in the store.
+    let e = err("3k5/9/9/9/9/9/9/9/r8/R2NK4 w");
+    assert!(
+        e.to_string()
+            .starts_with("table KRNvKR is not in the store"),
+        "{e}"
+    );
+    // The Probe trait refuses boards that cannot occur instead of guessing: the side not to
+    // move in check (as a pseudo-legal capture can leave it), and a missing king.
+    let mut b = xiangqi::parse_fen("3k5/9/9/9/9/9/9/9/9/R3K4 w").unwrap();
+    b.set_side_to_move(xiangqi::Color::Black);
+    let ok = tb.probe(RULES, &b).unwrap();
+    assert!(matches!(ok, Value::Loss(_) | Value::Draw));
+    let mut checked = xiangqi::parse_fen("3k5/9/9/9/9/9/9/9/9/R3K4 w").unwrap();
+    checked.remove(xiangqi::Square::new(0, 0));
+    checked.put(
+        xiangqi::Square::new(3, 5),
+        xiangqi::Piece::new(xiangqi::Color::Red, xiangqi::PieceKind::Rook),
+    );
+    assert!(matches!(
+        tb.probe(RULES, &checked),
+        Err(ProbeError::Illegal(_))
+    ));
+    let mut kingless = checked.clone();
+    kingless.remove(xiangqi::Square::new(3, 9));
+    assert!(matches!(
+        tb.probe(RULES, &kingless),
+        Err(ProbeError::Illegal(_))
+    ));
+}

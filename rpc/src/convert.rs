@@ -1,0 +1,287 @@
+//! The protocol's messages from and to the domain types. Every message field that names a table,
+//! a job or a value is mapped here, in both directions, so that the services and the clients
+//! agree on what each field means.
+
+use probe::{LineEnd, MainlineReport, MoveReport, ProbeReport, Side, Wdl};
+use proto::v1 as pb;
+use thiserror::Error;
+use xqtb_core::{
+    JobKey, RuleSet, Signature, SignatureError, SlotRange, TableId, TableIndex, UnknownRuleSet,
+};
+
+/// Why a message could not be mapped to the domain types.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConvertError {
+    /// A signature that does not parse.
+    #[error("bad signature '{text}': {error}")]
+    BadSignature {
+        /// The text sent.
+        text: String,
+        /// Why it was refused.
+        error: SignatureError,
+    },
+    /// A rule set name that names no rule set.
+    #[error(transparent)]
+    UnknownRules(#[from] UnknownRuleSet),
+    /// A field the message must have is missing.
+    #[error("the message has no {0}")]
+    Missing(&'static str),
+    /// A field holds a value outside its range.
+    #[error("bad {field}: {value}")]
+    BadValue {
+        /// The field.
+        field: &'static str,
+        /// What it holds.
+        value: String,
+    },
+}
+
+/// The rule set named `name`, `default` when the name is empty.
+pub fn parse_rules(name: &str, default: RuleSet) -> Result<RuleSet, ConvertError> {
+    if name.is_empty() {
+        Ok(default)
+    } else {
+        Ok(name.parse()?)
+    }
+}
+
+/// The table of `signature` (any spelling) under the rule set `rules` (`default` when empty).
+pub fn parse_table(
+    signature: &str,
+    rules: &str,
+    default: RuleSet,
+) -> Result<TableId, ConvertError> {
+    let sig: Signature = signature
+        .parse()
+        .map_err(|error| ConvertError::BadSignature {
+            text: signature.to_string(),
+            error,
+        })?;
+    Ok(TableId::new(parse_rules(rules, default)?, sig))
+}
+
+/// The message form of table `id`.
+pub fn table_ref(id: &TableId) -> pb::TableRef {
+    pb::TableRef {
+        rules: id.rules.name().into(),
+        signature: id.signature.name(),
+    }
+}
+
+/// The message form of job `key`.
+pub fn job_key(key: &JobKey) -> pb::JobKey {
+    pb::JobKey {
+        table: Some(table_ref(&key.table)),
+        first_slot: key.slots.start,
+        end_slot: key.slots.end,
+    }
+}
+
+/// The job a message names; its slots must lie within the table's index.
+pub fn parse_job_key(key: Option<&pb::JobKey>) -> Result<JobKey, ConvertError> {
+    let key = key.ok_or(ConvertError::Missing("job key"))?;
+    let t = key.table.as_ref().ok_or(ConvertError::Missing("table"))?;
+    if t.rules.is_empty() {
+        return Err(ConvertError::Missing("rule set of the job"));
+    }
+    let table = parse_table(&t.signature, &t.rules, RuleSet::default())?;
+    let size = TableIndex::size_of(&table.signature);
+    if key.first_slot >= key.end_slot || key.end_slot > size {
+        return Err(ConvertError::BadValue {
+            field: "slot range",
+            value: format!(
+                "{}..{} (the table has {size} slots)",
+                key.first_slot, key.end_slot
+            ),
+        });
+    }
+    Ok(JobKey {
+        table,
+        slots: SlotRange {
+            start: key.first_slot,
+            end: key.end_slot,
+        },
+    })
+}
+
+fn side_name(s: Side) -> &'static str {
+    match s {
+        Side::Red => "red",
+        Side::Black => "black",
+    }
+}
+
+fn parse_side(s: &str) -> Result<Side, ConvertError> {
+    match s {
+        "red" => Ok(Side::Red),
+        "black" => Ok(Side::Black),
+        other => Err(ConvertError::BadValue {
+            field: "side to move",
+            value: other.into(),
+        }),
+    }
+}
+
+fn parse_wdl(s: &str) -> Result<Wdl, ConvertError> {
+    Wdl::from_name(s).ok_or_else(|| ConvertError::BadValue {
+        field: "wdl",
+        value: s.into(),
+    })
+}
+
+fn dtm(d: Option<u32>) -> Result<Option<u16>, ConvertError> {
+    d.map(|d| {
+        u16::try_from(d).map_err(|_| ConvertError::BadValue {
+            field: "dtm_plies",
+            value: d.to_string(),
+        })
+    })
+    .transpose()
+}
+
+fn move_value(m: &MoveReport) -> pb::MoveValue {
+    pb::MoveValue {
+        iccs: m.iccs.clone(),
+        chinese: m.chinese.clone(),
+        wxf: m.wxf.clone(),
+        wdl: m.wdl.name().into(),
+        dtm_plies: m.dtm_plies.map(u32::from),
+        fen: m.fen.clone().unwrap_or_default(),
+    }
+}
+
+fn move_report(m: pb::MoveValue) -> Result<MoveReport, ConvertError> {
+    Ok(MoveReport {
+        wdl: parse_wdl(&m.wdl)?,
+        dtm_plies: dtm(m.dtm_plies)?,
+        iccs: m.iccs,
+        chinese: m.chinese,
+        wxf: m.wxf,
+        fen: (!m.fen.is_empty()).then_some(m.fen),
+    })
+}
+
+/// The message form of a probe.
+pub fn probe_response(r: &ProbeReport) -> pb::ProbeResponse {
+    pb::ProbeResponse {
+        fen: r.fen.clone(),
+        wdl: r.wdl.name().into(),
+        dtm_plies: r.dtm_plies.map(u32::from),
+        table: r.table.clone().unwrap_or_default(),
+        moves: r.moves.iter().map(move_value).collect(),
+        side_to_move: side_name(r.side_to_move).into(),
+        rules: r.rules.clone(),
+    }
+}
+
+/// The probe a response describes.
+pub fn probe_report(r: pb::ProbeResponse) -> Result<ProbeReport, ConvertError> {
+    Ok(ProbeReport {
+        side_to_move: parse_side(&r.side_to_move)?,
+        table: (!r.table.is_empty()).then_some(r.table),
+        wdl: parse_wdl(&r.wdl)?,
+        dtm_plies: dtm(r.dtm_plies)?,
+        moves: r
+            .moves
+            .into_iter()
+            .map(move_report)
+            .collect::<Result<_, _>>()?,
+        fen: r.fen,
+        rules: r.rules,
+    })
+}
+
+/// The message form of a main line.
+pub fn mainline_response(r: &MainlineReport) -> pb::MainlineResponse {
+    pb::MainlineResponse {
+        fen: r.fen.clone(),
+        wdl: r.wdl.name().into(),
+        dtm_plies: r.dtm_plies.map(u32::from),
+        moves: r.moves.iter().map(move_value).collect(),
+        ending: r.end.clone(),
+        side_to_move: side_name(r.side_to_move).into(),
+        rules: r.rules.clone(),
+    }
+}
+
+/// The main line a response describes.
+pub fn mainline_report(r: pb::MainlineResponse) -> Result<MainlineReport, ConvertError> {
+    if LineEnd::from_name(&r.ending).is_none() {
+        return Err(ConvertError::BadValue {
+            field: "ending",
+            value: r.ending,
+        });
+    }
+    let moves: Vec<MoveReport> = r
+        .moves
+        .into_iter()
+        .map(move_report)
+        .collect::<Result<_, _>>()?;
+    Ok(MainlineReport {
+        side_to_move: parse_side(&r.side_to_move)?,
+        wdl: parse_wdl(&r.wdl)?,
+        dtm_plies: dtm(r.dtm_plies)?,
+        plies: moves.len(),
+        moves,
+        fen: r.fen,
+        rules: r.rules,
+        end: r.ending,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_keys_round_trip_and_bad_ranges_are_refused() {
+        let table = parse_table("krnkr", "", RuleSet::CyclesAreDraws).unwrap();
+        let key = JobKey::whole(table);
+        assert_eq!(parse_job_key(Some(&job_key(&key))), Ok(key));
+        let mut bad = job_key(&key);
+        bad.end_slot += 1;
+        assert!(matches!(
+            parse_job_key(Some(&bad)),
+            Err(ConvertError::BadValue { .. })
+        ));
+        assert_eq!(parse_job_key(None), Err(ConvertError::Missing("job key")));
+        assert!(parse_table("KRXvK", "", RuleSet::CyclesAreDraws).is_err());
+        assert!(parse_rules("nonsense", RuleSet::CyclesAreDraws).is_err());
+    }
+
+    #[test]
+    fn reports_round_trip_through_their_messages() {
+        let m = MoveReport {
+            iccs: "h2e2".into(),
+            chinese: "炮二平五".into(),
+            wxf: "C2.5".into(),
+            wdl: Wdl::Loss,
+            dtm_plies: Some(12),
+            fen: None,
+        };
+        let probe = ProbeReport {
+            fen: "x".into(),
+            side_to_move: Side::Black,
+            table: None,
+            rules: "cycles-are-draws".into(),
+            wdl: Wdl::Win,
+            dtm_plies: Some(13),
+            moves: vec![m.clone()],
+        };
+        assert_eq!(probe_report(probe_response(&probe)), Ok(probe));
+        let line = MainlineReport {
+            fen: "y".into(),
+            side_to_move: Side::Red,
+            rules: "cycles-are-draws".into(),
+            wdl: Wdl::Draw,
+            dtm_plies: None,
+            plies: 1,
+            end: "mate".into(),
+            moves: vec![MoveReport {
+                fen: Some("z".into()),
+                ..m
+            }],
+        };
+        assert_eq!(mainline_report(mainline_response(&line)), Ok(line));
+    }
+}

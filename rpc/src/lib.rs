@@ -1,0 +1,20 @@
+//! What crosses the wire between xqtb processes: the conversions between the gRPC messages of
+//! [`proto`] and the domain types (tables, job keys, probe reports), and the client side of a
+//! connection (TLS, the bearer token, receiving streamed shard files).
+//!
+//! The coordinator's services and every client (the worker, the command line) map messages
+//! through this one crate, so a field means the same on both ends. Depends on the protocol, the
+//! table model and the probing library's reports; holds no state and starts no runtime.
+
+#![warn(missing_docs)]
+
+mod connect;
+mod convert;
+mod shard;
+
+pub use connect::{Auth, Client, connect};
+pub use convert::{
+    ConvertError, job_key, mainline_report, mainline_response, parse_job_key, parse_rules,
+    parse_table, probe_report, probe_response, table_ref,
+};
+pub use shard::{ShardReceiveError, receive_shard};

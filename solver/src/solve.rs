@@ -1,0 +1,495 @@
+//! Retrograde analysis of one table: win/draw/loss and distance to mate for every slot.
+//!
+//! The solve runs level by level, one ply per level, so every distance is optimal for both sides:
+//! at odd level `n` every unresolved predecessor of a position lost in `n - 1` is won in `n`; at
+//! even level `n` every unresolved predecessor of a position won in `n - 1` is a *candidate*, and
+//! a candidate is lost in `n` when all its moves lead to positions already won for the opponent.
+//! Captures leave the table: their values come from the finished tables below and are folded,
+//! once, into the slot's state before the first level (the fastest capture win, or the slowest
+//! capture loss, or "a capture draws, so this cannot be lost").
+//!
+//! Memory is two bytes per entry: a slot's `u16` holds its final value once resolved, or while
+//! unresolved the capture summary and a candidate flag. Levels are barriers and every write within
+//! a level is idempotent, so the result is the same bit for bit whatever the thread count.
+
+use crate::CHUNK_SLOTS;
+use crate::capture::Captures;
+use crate::position::{SlotPosition, prefetch};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
+use thiserror::Error;
+use xiangqi::{Color, MoveList, Piece};
+use xqtb_core::{Probe, ProbeError, RuleSet, Signature, Table, TableId, TableIndex, Value};
+
+/// Why a table could not be solved.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SolveError {
+    /// A table that captures lead into is not available.
+    #[error("cannot solve {table}: it depends on {missing}, which is not available")]
+    MissingDependency {
+        /// The table being solved.
+        table: Signature,
+        /// The missing dependency.
+        missing: Signature,
+    },
+    /// Looking up a dependency failed.
+    #[error("cannot solve {0}: {1}")]
+    Probe(Signature, ProbeError),
+    /// A distance too long for the state encoding.
+    #[error("cannot solve {0}: a distance to mate exceeds {1} plies")]
+    DtmOverflow(Signature, u16),
+    /// The table has too many pieces for the index.
+    #[error("cannot solve {0}: {1}")]
+    Unsupported(Signature, String),
+}
+
+/// What the solver reports while it works.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress {
+    /// Scanning captures and mates.
+    Init {
+        /// Entries scanned so far.
+        done: u64,
+        /// Entries of the table (slots times both sides to move).
+        total: u64,
+    },
+    /// A level of the retrograde analysis is finished.
+    Level {
+        /// The level: positions won or lost in this many plies were resolved.
+        level: u16,
+        /// Entries resolved so far.
+        resolved: u64,
+        /// Entries of the table.
+        total: u64,
+    },
+    /// Verifying the solved table against its successors.
+    Verify {
+        /// Entries verified so far.
+        done: u64,
+        /// Entries of the table.
+        total: u64,
+    },
+}
+
+// State of an unresolved entry: tag, capture kind and a distance.
+const UNRESOLVED: u16 = 0x4000;
+const KIND_MASK: u16 = 0x3000;
+const KIND_CAP_LOSS: u16 = 0x0000;
+const KIND_CAP_WIN: u16 = 0x1000;
+const KIND_CANNOT_LOSE: u16 = 0x2000;
+const DIST_MASK: u16 = 0x0FFF;
+const CANDIDATE: u16 = 0x8000;
+const MAX_CAPTURE_DTM: u16 = DIST_MASK;
+
+const ILLEGAL: u16 = Value::ILLEGAL_CODE;
+const MAX_DTM: u16 = Value::MAX_DTM;
+
+#[inline]
+fn is_resolved(c: u16) -> bool {
+    c != 0 && c < UNRESOLVED
+}
+
+#[inline]
+fn is_unresolved(c: u16) -> bool {
+    c != ILLEGAL && c >= UNRESOLVED
+}
+
+/// Solves table `id`, reading the tables its captures lead into (under the same rule set) from
+/// `deps`.
+pub fn solve(
+    id: TableId,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Table, SolveError> {
+    let signature = id.signature;
+    for missing in id.dependencies() {
+        if !deps.has_table(&missing) {
+            return Err(SolveError::MissingDependency {
+                table: signature,
+                missing: missing.signature,
+            });
+        }
+    }
+    // The one place the solver depends on the rule set.
+    match id.rules {
+        RuleSet::CyclesAreDraws => solve_cycles_are_draws(id, deps, progress),
+    }
+}
+
+/// Plain retrograde analysis: whatever it leaves unresolved is a draw.
+fn solve_cycles_are_draws(
+    id: TableId,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Table, SolveError> {
+    let signature = id.signature;
+    if signature.material().piece_count() as usize > xqtb_core::MAX_PIECES {
+        return Err(SolveError::Unsupported(signature, "too many pieces".into()));
+    }
+    let index = TableIndex::new(signature);
+    let solver = Solver::new(&index, id.rules);
+    let started = std::time::Instant::now();
+    let max_pending = solver.init(deps, progress)?;
+    tracing::info!(table = %signature, secs = started.elapsed().as_secs_f64(), "captures and mates folded");
+    let started = std::time::Instant::now();
+    let mut level: u16 = 1;
+    let mut idle = 0;
+    loop {
+        let changed = if level % 2 == 1 {
+            solver.win_level(level)
+        } else {
+            solver.loss_level(level)
+        };
+        progress(Progress::Level {
+            level,
+            resolved: solver.resolved.load(Relaxed),
+            total: 2 * index.size(),
+        });
+        idle = if changed == 0 { idle + 1 } else { 0 };
+        if idle >= 2 && level > max_pending {
+            break;
+        }
+        if level >= MAX_DTM - 1 {
+            return Err(SolveError::DtmOverflow(signature, MAX_DTM));
+        }
+        level += 1;
+    }
+    tracing::info!(table = %signature, levels = level, secs = started.elapsed().as_secs_f64(), "levels done");
+    let values = solver.finish();
+    Ok(Table::new(index, id.rules, values))
+}
+
+struct Solver<'a> {
+    index: &'a TableIndex,
+    rules: RuleSet,
+    pieces: Vec<Piece>,
+    state: [Vec<AtomicU16>; 2],
+    resolved: AtomicU64,
+    /// Blocks per side.
+    chunks: u64,
+    /// Per chunk (Red's chunks, then Black's) and level parity: an entry was resolved there at
+    /// the last level of that parity. Lets a level visit only the chunks with work.
+    fresh: [Vec<AtomicBool>; 2],
+    /// Per chunk: a candidate was marked there in this loss level.
+    marked: Vec<AtomicBool>,
+    /// Per chunk: the smallest capture distance still pending there (a level to visit it at).
+    pending: Vec<AtomicU16>,
+}
+
+impl<'a> Solver<'a> {
+    fn new(index: &'a TableIndex, rules: RuleSet) -> Self {
+        let n = index.size() as usize;
+        let state = [0, 1].map(|_| (0..n).map(|_| AtomicU16::new(ILLEGAL)).collect());
+        let chunks = index.size().div_ceil(CHUNK_SLOTS);
+        let flags = || {
+            (0..2 * chunks)
+                .map(|_| AtomicBool::new(false))
+                .collect::<Vec<_>>()
+        };
+        Solver {
+            index,
+            rules,
+            pieces: index.piece_list(),
+            state,
+            resolved: AtomicU64::new(0),
+            chunks,
+            fresh: [flags(), flags()],
+            marked: flags(),
+            pending: (0..2 * chunks).map(|_| AtomicU16::new(u16::MAX)).collect(),
+        }
+    }
+
+    #[inline]
+    fn chunk_of(&self, side: Color, slot: usize) -> usize {
+        side.index() * self.chunks as usize + slot / CHUNK_SLOTS as usize
+    }
+
+    /// Records that (`side`, `slot`) was resolved at `level`.
+    #[inline]
+    fn note_resolved(&self, side: Color, slot: usize, level: u16) {
+        self.fresh[level as usize % 2][self.chunk_of(side, slot)].store(true, Relaxed);
+    }
+
+    /// Runs `f(side, slot, code, position)` in parallel over the slots whose code `wanted`
+    /// accepts, in the chunks `visit` selects; `f` returns how many entries it resolved. Each
+    /// visited chunk's pending capture distance is recomputed past `level`.
+    fn scan(
+        &self,
+        level: u16,
+        visit: impl Fn(usize) -> bool + Sync,
+        wanted: impl Fn(u16) -> bool + Sync,
+        f: impl Fn(Color, u64, u16, &mut SlotPosition) -> u64 + Sync,
+    ) -> u64 {
+        let size = self.index.size();
+        let chunks = self.chunks;
+        (0..2 * chunks as usize)
+            .into_par_iter()
+            .filter(|&b| visit(b))
+            .map(|b| {
+                let side = if (b as u64) < chunks {
+                    Color::Red
+                } else {
+                    Color::Black
+                };
+                let start = (b as u64 % chunks) * CHUNK_SLOTS;
+                let end = (start + CHUNK_SLOTS).min(size);
+                let mut pos = SlotPosition::new(self.index, &self.pieces);
+                let states = &self.state[side.index()];
+                let mut changed = 0;
+                let mut next_pending = u16::MAX;
+                for slot in start..end {
+                    let code = states[slot as usize].load(Relaxed);
+                    if is_unresolved(code) && code & KIND_MASK != KIND_CANNOT_LOSE {
+                        let d = code & DIST_MASK;
+                        if d > level {
+                            next_pending = next_pending.min(d);
+                        }
+                    }
+                    if wanted(code) && pos.load(slot, side) {
+                        changed += f(side, slot, code, &mut pos);
+                    }
+                }
+                self.pending[b].store(next_pending, Relaxed);
+                changed
+            })
+            .sum()
+    }
+
+    /// Marks illegal slots and mates, and folds every capture into the slot's state. Returns the
+    /// largest distance a capture defers to (levels must run at least that far).
+    fn init(
+        &self,
+        deps: &dyn Probe,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<u16, SolveError> {
+        let sig = self.index.signature();
+        let size = self.index.size();
+        let chunks = size.div_ceil(CHUNK_SLOTS);
+        let done = AtomicU64::new(0);
+        let captures = Captures::new(self.index, self.rules, deps);
+        // Both sides to move of a slot share one placement, so each is set up once.
+        let max_pending = (0..chunks)
+            .into_par_iter()
+            .map(|b| -> Result<u16, SolveError> {
+                let start = b * CHUNK_SLOTS;
+                let end = (start + CHUNK_SLOTS).min(size);
+                let mut pos = SlotPosition::new(self.index, &self.pieces);
+                let mut moves = MoveList::new();
+                let mut max_pending = 0;
+                let mut min_pending = [u16::MAX; 2];
+                let mut resolved = 0;
+                for (slot, side) in (start..end).flat_map(|s| Color::ALL.map(|c| (s, c))) {
+                    let loaded = match side {
+                        Color::Red => pos.load(slot, side),
+                        Color::Black => pos.loaded_slot() == Some(slot),
+                    };
+                    if !loaded {
+                        continue;
+                    }
+                    pos.board.set_side_to_move(side);
+                    if pos.board.opponent_in_check() {
+                        continue;
+                    }
+                    let states = &self.state[side.index()];
+                    moves.clear();
+                    pos.board.pseudo_moves(&mut moves);
+                    let in_check = pos.board.in_check(side);
+                    let mut any_legal = false;
+                    let (mut best_win, mut draw, mut worst_loss) = (u16::MAX, false, 0u16);
+                    for &m in moves.iter() {
+                        let capture = !pos.board.is_empty(m.to());
+                        if !capture && any_legal || !pos.board.is_legal_pseudo(m, in_check) {
+                            continue;
+                        }
+                        any_legal = true;
+                        if !capture {
+                            continue;
+                        }
+                        let v = match &captures {
+                            Some(c) => c
+                                .value_after(
+                                    pos.squares(),
+                                    pos.flat_at(m.from()),
+                                    pos.flat_at(m.to()),
+                                    m.to().index() as u8,
+                                    side,
+                                )
+                                .ok_or_else(|| {
+                                    SolveError::Probe(
+                                        sig,
+                                        ProbeError::Illegal(format!(
+                                            "the capture {m} in {} has no slot in its table",
+                                            pos.board.fen()
+                                        )),
+                                    )
+                                }),
+                            None => {
+                                let captured = pos.board.make(m);
+                                let v = deps.probe(self.rules, &pos.board);
+                                pos.board.unmake(m, captured);
+                                v.map_err(|e| SolveError::Probe(sig, e))
+                            }
+                        };
+                        match v?.for_mover() {
+                            Value::Win(d) => best_win = best_win.min(d),
+                            Value::Loss(d) => worst_loss = worst_loss.max(d),
+                            Value::Draw => draw = true,
+                            Value::Illegal => unreachable!("legal moves lead to legal positions"),
+                        }
+                    }
+                    if !any_legal {
+                        states[slot as usize].store(Value::Loss(0).encode(), Relaxed);
+                        self.note_resolved(side, slot as usize, 0);
+                        resolved += 1;
+                        continue;
+                    }
+                    let dist = if best_win != u16::MAX {
+                        best_win
+                    } else {
+                        worst_loss
+                    };
+                    if dist > MAX_CAPTURE_DTM {
+                        return Err(SolveError::DtmOverflow(sig, MAX_CAPTURE_DTM));
+                    }
+                    let code = if best_win != u16::MAX {
+                        UNRESOLVED | KIND_CAP_WIN | best_win
+                    } else if draw {
+                        UNRESOLVED | KIND_CANNOT_LOSE
+                    } else {
+                        UNRESOLVED | KIND_CAP_LOSS | worst_loss
+                    };
+                    max_pending = max_pending.max(dist);
+                    if dist > 0 {
+                        let m = &mut min_pending[side.index()];
+                        *m = (*m).min(dist);
+                    }
+                    states[slot as usize].store(code, Relaxed);
+                }
+                for side in Color::ALL {
+                    let chunk = self.chunk_of(side, start as usize);
+                    self.pending[chunk].store(min_pending[side.index()], Relaxed);
+                }
+                self.resolved.fetch_add(resolved, Relaxed);
+                let d = done.fetch_add(2 * (end - start), Relaxed) + 2 * (end - start);
+                progress(Progress::Init {
+                    done: d,
+                    total: 2 * size,
+                });
+                Ok(max_pending)
+            })
+            .try_reduce(|| 0, |a, b| Ok(a.max(b)))?;
+        Ok(max_pending)
+    }
+
+    /// Odd level: predecessors of positions lost in `n - 1`, and captures winning in `n`, are won
+    /// in `n`.
+    fn win_level(&self, n: u16) -> u64 {
+        let lost = Value::Loss(n - 1).encode();
+        let won = Value::Win(n).encode();
+        let cap_win = UNRESOLVED | KIND_CAP_WIN | n;
+        let fresh = &self.fresh[(n as usize - 1) % 2];
+        let changed = self.scan(
+            n,
+            |b| fresh[b].swap(false, Relaxed) | (self.pending[b].load(Relaxed) == n),
+            |c| c == lost || c == cap_win,
+            |side, slot, code, pos| {
+                if code == cap_win {
+                    // Lost races with a predecessor write are harmless: both write `won`.
+                    self.state[side.index()][slot as usize].store(won, Relaxed);
+                    self.note_resolved(side, slot as usize, n);
+                    return 1;
+                }
+                let them = side.opponent();
+                let preds = &self.state[them.index()];
+                let mut changed = 0;
+                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                    let c = preds[p].load(Relaxed);
+                    if is_unresolved(c) && preds[p].swap(won, Relaxed) != won {
+                        self.note_resolved(them, p, n);
+                        changed += 1;
+                    }
+                }
+                changed
+            },
+        );
+        self.resolved.fetch_add(changed, Relaxed);
+        changed
+    }
+
+    /// Even level: mark candidates (unresolved predecessors of positions won in `n - 1` that
+    /// could lose), then resolve each candidate lost in `n` if every move leads to an opponent
+    /// win.
+    fn loss_level(&self, n: u16) -> u64 {
+        let won = Value::Win(n - 1).encode();
+        let fresh = &self.fresh[(n as usize - 1) % 2];
+        self.scan(
+            n - 1,
+            |b| fresh[b].swap(false, Relaxed),
+            |c| c == won,
+            |side, _slot, _code, pos| {
+                let them = side.opponent();
+                let preds = &self.state[them.index()];
+                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                    let c = preds[p].load(Relaxed);
+                    if is_unresolved(c) && c & (KIND_MASK | CANDIDATE) == KIND_CAP_LOSS {
+                        preds[p].fetch_or(CANDIDATE, Relaxed);
+                        self.marked[self.chunk_of(them, p)].store(true, Relaxed);
+                    }
+                }
+                0
+            },
+        );
+        let due = UNRESOLVED | KIND_CAP_LOSS | n;
+        let lost = Value::Loss(n).encode();
+        let changed = self.scan(
+            n,
+            |b| self.marked[b].swap(false, Relaxed) | (self.pending[b].load(Relaxed) == n),
+            |c| is_unresolved(c) && (c & CANDIDATE != 0 || c == due),
+            |side, slot, code, pos| {
+                let code = code & !CANDIDATE;
+                let own = &self.state[side.index()][slot as usize];
+                if code & DIST_MASK <= n && self.all_moves_lose(side, pos) {
+                    own.store(lost, Relaxed);
+                    self.note_resolved(side, slot as usize, n);
+                    1
+                } else {
+                    own.store(code, Relaxed);
+                    0
+                }
+            },
+        );
+        self.resolved.fetch_add(changed, Relaxed);
+        changed
+    }
+
+    /// Whether every non-capturing legal move of the loaded position leads to a resolved win for
+    /// the opponent. Moves into illegal slots are illegal moves and do not count.
+    fn all_moves_lose(&self, side: Color, pos: &mut SlotPosition) -> bool {
+        let succ = &self.state[side.opponent().index()];
+        // Slots are computed one by one: most candidates fail at one of their first moves.
+        let mut list = MoveList::new();
+        pos.board.pseudo_moves(&mut list);
+        list.iter()
+            .filter(|m| pos.board.is_empty(m.to()))
+            .all(|&m| {
+                let c = succ[pos.slot_after_move(m) as usize].load(Relaxed);
+                c == ILLEGAL || (is_resolved(c) && matches!(Value::decode(c), Value::Win(_)))
+            })
+    }
+
+    /// Turns the states into final values: everything still unresolved is a draw.
+    fn finish(self) -> [Vec<u16>; 2] {
+        self.state.map(|v| {
+            v.into_iter()
+                .map(|a| {
+                    let c = a.into_inner();
+                    if is_unresolved(c) {
+                        Value::Draw.encode()
+                    } else {
+                        c
+                    }
+                })
+                .collect()
+        })
+    }
+}

@@ -1,0 +1,161 @@
+//! Independent verification of a solved table by forward move generation.
+//!
+//! Every slot is recomputed from scratch: its position is set up from the index, its legal moves
+//! are generated forwards, and the best of the successors' stored values (in this table, or in
+//! the dependency tables for captures) must equal the stored value exactly. Illegal slots must be
+//! exactly the placements that cannot be set up or leave the side not to move in check. Nothing
+//! here shares code with the solver's backward step (un-moves and candidate checks).
+//!
+//! Why this suffices: stored wins and losses that are consistent with their successors are
+//! well-founded (a loss in `d` only has successors won in less than `d`), so by induction on the
+//! distance every stored decisive value is true, and every truly decisive position is stored as
+//! such; what is left are the draws.
+
+use crate::CHUNK_SLOTS;
+use crate::Progress;
+use crate::position::{SlotPosition, prefetch};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use thiserror::Error;
+use xiangqi::{Board, Color};
+use xqtb_core::{Probe, ProbeError, RuleSet, Signature, Table, TableCounts, Value};
+
+/// A slot whose stored value disagrees with its successors.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error(
+    "verification of {signature} failed at {side} to move, slot {slot} ({fen}): stored {stored}, successors give {expected}"
+)]
+pub struct VerifyError {
+    /// The table.
+    pub signature: Signature,
+    /// Side to move.
+    pub side: Color,
+    /// The slot.
+    pub slot: u64,
+    /// The position, when the slot holds one.
+    pub fen: String,
+    /// The value in the table.
+    pub stored: Value,
+    /// The value its successors give.
+    pub expected: Value,
+}
+
+/// Verifies every slot of `table` against its successors, the dependency tables read from
+/// `deps` under the table's own rule set. Returns the table's counts.
+pub fn verify(table: &Table, deps: &dyn Probe) -> Result<TableCounts, Box<VerifyError>> {
+    verify_reporting(table, deps, &|_| {})
+}
+
+/// [`verify`], reporting [`Progress::Verify`] as it goes.
+pub fn verify_reporting(
+    table: &Table,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<TableCounts, Box<VerifyError>> {
+    // The one place the verifier depends on the rule set: the proof in the module header holds
+    // for cycles-are-draws.
+    match table.rules() {
+        RuleSet::CyclesAreDraws => verify_cycles_are_draws(table, deps, progress),
+    }
+}
+
+fn verify_cycles_are_draws(
+    table: &Table,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<TableCounts, Box<VerifyError>> {
+    let size = table.index().size();
+    let chunks = size.div_ceil(CHUNK_SLOTS);
+    let done = AtomicU64::new(0);
+    (0..chunks)
+        .into_par_iter()
+        .map(|c| {
+            let start = c * CHUNK_SLOTS;
+            let end = (start + CHUNK_SLOTS).min(size);
+            let mut counts = TableCounts::default();
+            let pieces = table.index().piece_list();
+            let mut pos = SlotPosition::new(table.index(), &pieces);
+            for slot in start..end {
+                // Both sides to move share the placement: it is set up once.
+                let possible = pos.load(slot, Color::Red);
+                for side in Color::ALL {
+                    pos.board.set_side_to_move(side);
+                    verify_slot(table, deps, side, slot, possible, &mut pos, &mut counts)?;
+                }
+            }
+            let n = 2 * (end - start);
+            progress(Progress::Verify {
+                done: done.fetch_add(n, Relaxed) + n,
+                total: 2 * size,
+            });
+            Ok(counts)
+        })
+        .try_reduce(TableCounts::default, |a, b| Ok(a.merge(b)))
+}
+
+/// Verifies one entry; `pos` holds the slot's placement with `side` to move when `possible`.
+fn verify_slot(
+    table: &Table,
+    deps: &dyn Probe,
+    side: Color,
+    slot: u64,
+    possible: bool,
+    pos: &mut SlotPosition,
+    counts: &mut TableCounts,
+) -> Result<(), Box<VerifyError>> {
+    let code = table.codes(side)[slot as usize];
+    let stored = Value::decode(code);
+    let fail = |fen: String, expected: Value| {
+        Box::new(VerifyError {
+            signature: table.signature(),
+            side,
+            slot,
+            fen,
+            stored,
+            expected,
+        })
+    };
+    let board = &pos.board;
+    match (
+        possible && !board.opponent_in_check(),
+        code == Value::ILLEGAL_CODE,
+    ) {
+        (true, false) => {}
+        (false, true) => return Ok(()),
+        (true, true) => return Err(fail(board.fen(), Value::Illegal)),
+        (false, false) => return Err(fail("-".into(), Value::Illegal)),
+    }
+    // Illegal moves are recognised by their successor: an illegal slot of this table (each
+    // slot's own legality is checked above, so the marks are trusted only once verified as a
+    // whole) or an illegal position in a dependency.
+    let next = table.codes(side.opponent());
+    let (board, moves, slots) = pos.successors(|s| prefetch(&next[s]));
+    let mut best = Value::Loss(0);
+    let mut after: Option<Board> = None;
+    for (i, &m) in moves.iter().enumerate() {
+        let v = if board.is_empty(m.to()) {
+            Value::decode(next[slots[i]])
+        } else {
+            let after = after.get_or_insert_with(|| board.clone());
+            let captured = after.make(m);
+            let v = deps.probe(table.rules(), after);
+            after.unmake(m, captured);
+            match v {
+                Ok(v) => v,
+                Err(ProbeError::Illegal(_)) => Value::Illegal,
+                Err(e) => return Err(fail(format!("{} ({e})", board.fen()), Value::Illegal)),
+            }
+        };
+        // Any legal move beats having none (Loss(0)): after a move the mover loses in 1 ply or
+        // more.
+        let mine = v.for_mover();
+        if v != Value::Illegal && mine.preference() > best.preference() {
+            best = mine;
+        }
+    }
+    if stored != best {
+        return Err(fail(board.fen(), best));
+    }
+    counts.add(side, slot, best);
+    Ok(())
+}
