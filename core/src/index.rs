@@ -31,7 +31,7 @@ pub const MAX_PIECES: usize = 16;
 const NONE: u8 = 0xFF;
 const SYM_BIT: u32 = 1 << 31;
 const MIRRORED_BIT: u32 = 1 << 30;
-const IDX_MASK: u32 = (1 << 30) - 1;
+const CLASS_MASK: u32 = (1 << 30) - 1;
 
 fn binomial(n: usize, k: usize) -> u64 {
     if k > n {
@@ -585,11 +585,11 @@ impl TableIndex {
         let pclass = self.pair_class[cr * self.homes[1].configs.len() + cb];
         if pclass & SYM_BIT == 0 {
             let flip = pclass & MIRRORED_BIT != 0;
-            let mut idx = (pclass & IDX_MASK) as u64 * self.full;
+            let mut slot = (pclass & CLASS_MASK) as u64 * self.full;
             for (i, g) in self.groups.iter().enumerate() {
-                idx += group_rank(g, squares, flip)? * self.stride[i];
+                slot += group_rank(g, squares, flip)? * self.stride[i];
             }
-            return Some(idx);
+            return Some(slot);
         }
         let mut ranks = [0u64; MAX_PIECES];
         for (i, g) in self.groups.iter().enumerate() {
@@ -604,37 +604,37 @@ impl TableIndex {
                 *r = self.groups[j].mirror_rank[*r as usize] as u64;
             }
         }
-        let mut idx =
-            self.pair_asym.len() as u64 * self.full + (pclass & IDX_MASK) as u64 * self.half[0];
+        let mut slot =
+            self.pair_asym.len() as u64 * self.full + (pclass & CLASS_MASK) as u64 * self.half[0];
         for i in 0..ng {
             let g = &self.groups[i];
             let c = g.class[ranks[i] as usize];
             if c & SYM_BIT != 0 {
-                idx +=
-                    g.asym.len() as u64 * self.stride[i] + (c & IDX_MASK) as u64 * self.half[i + 1];
+                slot += g.asym.len() as u64 * self.stride[i]
+                    + (c & CLASS_MASK) as u64 * self.half[i + 1];
             } else {
-                idx += (c & IDX_MASK) as u64 * self.stride[i];
-                idx += (i + 1..ng).map(|j| ranks[j] * self.stride[j]).sum::<u64>();
+                slot += (c & CLASS_MASK) as u64 * self.stride[i];
+                slot += (i + 1..ng).map(|j| ranks[j] * self.stride[j]).sum::<u64>();
                 break;
             }
         }
-        Some(idx)
+        Some(slot)
     }
 
-    /// The placement in slot `idx` as a flat square array written to `out` (length at least
+    /// The placement in slot `slot` as a flat square array written to `out` (length at least
     /// [`TableIndex::piece_count`]); pieces of a group come in increasing square order.
-    pub fn decode(&self, idx: u64, out: &mut [u8]) {
-        debug_assert!(idx < self.size);
+    pub fn decode(&self, slot: u64, out: &mut [u8]) {
+        debug_assert!(slot < self.size);
         let ng = self.groups.len();
         let mut ranks = [0u64; MAX_PIECES];
         let asym_total = self.pair_asym.len() as u64 * self.full;
         let (cr, cb);
-        if idx < asym_total {
-            let (pair, rest) = StrengthReducedU64::div_rem(idx, self.full_div);
+        if slot < asym_total {
+            let (pair, rest) = StrengthReducedU64::div_rem(slot, self.full_div);
             (cr, cb) = self.pair_asym[pair as usize];
             self.full_digits(rest, 0, &mut ranks);
         } else {
-            let (pair, mut h) = StrengthReducedU64::div_rem(idx - asym_total, self.half_div[0]);
+            let (pair, mut h) = StrengthReducedU64::div_rem(slot - asym_total, self.half_div[0]);
             (cr, cb) = self.pair_sym[pair as usize];
             for i in 0..ng {
                 let g = &self.groups[i];
@@ -779,12 +779,12 @@ impl TableIndex {
         true
     }
 
-    /// The board of slot `idx` with `side` to move, or `None` when the placement cannot be set
+    /// The board of slot `slot` with `side` to move, or `None` when the placement cannot be set
     /// up (see [`TableIndex::placement_is_possible`]). The board may still be illegal: test
     /// `opponent_in_check()`.
-    pub fn board(&self, idx: u64, side: Color) -> Option<Board> {
+    pub fn board(&self, slot: u64, side: Color) -> Option<Board> {
         let mut sq = [0u8; MAX_PIECES];
-        self.decode(idx, &mut sq);
+        self.decode(slot, &mut sq);
         self.board_of(&sq, side)
     }
 
@@ -944,19 +944,19 @@ mod tests {
     fn round_trip_all(name: &str) {
         let ix = index(name);
         let mut sq = [0u8; MAX_PIECES];
-        for idx in 0..ix.size() {
-            ix.decode(idx, &mut sq);
+        for slot in 0..ix.size() {
+            ix.decode(slot, &mut sq);
             assert_eq!(
                 ix.encode(&sq),
-                Some(idx),
-                "{name} slot {idx}: {:?}",
+                Some(slot),
+                "{name} slot {slot}: {:?}",
                 &sq[..ix.piece_count()]
             );
             let mut m = sq;
             for s in &mut m[..ix.piece_count()] {
                 *s = Square::from_index(*s as usize).unwrap().mirror().index() as u8;
             }
-            assert_eq!(ix.encode(&m), Some(idx), "{name} mirror of slot {idx}");
+            assert_eq!(ix.encode(&m), Some(slot), "{name} mirror of slot {slot}");
         }
     }
 
@@ -1004,7 +1004,7 @@ impl Shifts<'_> {
 
     /// The slot after the piece at flat position `pos` moves to `to`, as
     /// [`TableIndex::slot_after_shift`].
-    #[inline]
+    #[inline(always)]
     pub fn slot_after(&self, pos: usize, to: u8) -> Option<u64> {
         let base = self.base[pos];
         if base != u64::MAX {
