@@ -679,3 +679,44 @@ fn persist_record(log: &RecordTree, r: &JobRecord) -> Result<(), AppError> {
     log.put(&JobRecord::record_name(&r.key), &bytes)
         .map_err(|e| AppError::Persist(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_records_of_the_first_version_are_migrated_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SledStore::open(dir.path()).unwrap());
+        let log = store.records("jobs").unwrap();
+        // As the first version wrote them: keyed by signature, no rule set, no slots.
+        log.put(
+            "KRvK",
+            br#"{"signature":"KRvK","state":"Ready","attempts":0,"lease":null,"last_error":null}"#,
+        )
+        .unwrap();
+        let app = App::open(
+            Arc::clone(&store),
+            Access::default(),
+            SchedulerConfig::default(),
+            RuleSet::CyclesAreDraws,
+        )
+        .unwrap();
+        let status = app.status();
+        assert_eq!(status.ready, 1);
+        let krk = TableId::new(RuleSet::CyclesAreDraws, "KRvK".parse().unwrap());
+        assert_eq!(status.jobs[0].key, JobKey::whole(krk));
+        let names: Vec<String> = log.all().unwrap().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(names, ["cycles-are-draws/KRvK/0-3690"]);
+        // Reopened, the migrated record loads as it is.
+        drop(app);
+        let app = App::open(
+            store,
+            Access::default(),
+            SchedulerConfig::default(),
+            RuleSet::CyclesAreDraws,
+        )
+        .unwrap();
+        assert_eq!(app.status().ready, 1);
+    }
+}

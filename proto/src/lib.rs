@@ -1,4 +1,6 @@
-//! The xqtb gRPC protocol (package `xqtb.v1`), compiled from `proto/xqtb.proto`.
+//! The xqtb gRPC protocol (package `xqtb.v1`), compiled from `proto/xqtb.proto` with the
+//! vendored `protoc`. Generated code only: it depends on tonic and prost, never on the domain
+//! crates (the `rpc` crate maps messages to domain types).
 
 /// Generated messages, clients and servers.
 #[allow(clippy::all, missing_docs)]

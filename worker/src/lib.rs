@@ -4,7 +4,8 @@
 //! hands its job back on shutdown.
 //!
 //! A thin shell: the solver does the work, the storage crate keeps the cache, the `rpc` crate
-//! maps the messages. Nothing here decides a value.
+//! maps the messages. Nothing here decides a value, and nothing here depends on the coordinator's
+//! code: the protocol is the only contract between the two.
 
 #![warn(missing_docs)]
 
