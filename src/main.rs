@@ -1,5 +1,6 @@
 //! The `xqtb` command line: every subcommand is a thin shell over the library crates.
 
+mod cli_adjudicate;
 mod cli_cluster;
 mod cli_solve;
 mod cli_tables;
@@ -76,6 +77,8 @@ enum Command {
     Download(cli_cluster::DownloadArgs),
     /// Check a coordinator's gRPC health service (exit status 0 when serving).
     Health(cli_cluster::HealthArgs),
+    /// Judge a played sequence whose last position repeats an earlier one (Asian rules).
+    Adjudicate(cli_adjudicate::AdjudicateArgs),
 }
 
 fn main() -> Result<()> {
@@ -113,6 +116,7 @@ fn main() -> Result<()> {
         Command::Query(args) => cli_cluster::query(args),
         Command::Download(args) => cli_cluster::download(args),
         Command::Health(args) => cli_cluster::health(args),
+        Command::Adjudicate(args) => cli_adjudicate::run(args),
     }
 }
 

@@ -247,10 +247,22 @@ impl Board {
         }
     }
 
-    /// Appends the pseudo-legal moves of the piece on `s`.
+    /// Appends the pseudo-legal moves of the piece on `s` (of its own colour, whoever is to
+    /// move): the repetition rules ask what a side threatens when it is not its turn.
+    pub fn piece_pseudo_moves(&self, s: Square, out: &mut MoveList) {
+        if !self.is_empty(s) {
+            self.piece_moves(s.index() as u8, out);
+        }
+    }
+
+    /// Appends the pseudo-legal moves of the piece on `s`, which must hold a piece.
     fn piece_moves(&self, s: u8, out: &mut MoveList) {
         let code = self.cells[s as usize];
-        let us = self.side;
+        let us = if code & 8 == 0 {
+            Color::Red
+        } else {
+            Color::Black
+        };
         let them = us.opponent().index();
         let own_bits = self.occ[us.index()];
         let from = Square::from_u8(s);

@@ -24,6 +24,7 @@ pub mod fen;
 mod moves;
 pub mod notation;
 mod perft;
+pub mod repetition;
 mod tables;
 mod types;
 
