@@ -546,24 +546,12 @@ pub fn query(args: QueryArgs) -> Result<()> {
         if args.json {
             println!("{}", serde_json::to_string(&r)?);
         } else {
-            let dtm = r
-                .dtm_plies
-                .map(|d| format!(" in {d} plies"))
-                .unwrap_or_default();
             let table = r.table.as_deref().unwrap_or("no table needed");
-            println!("{} ({table}, {}): {}{dtm}", r.fen, r.rules, r.wdl.name());
+            let v = probe::value_text(r.category, r.dtm_plies, r.rule, r.rule_plies);
+            println!("{} ({table}, {}): {v}", r.fen, r.rules);
             for m in &r.moves {
-                let dtm = m
-                    .dtm_plies
-                    .map(|d| format!(" {d} plies"))
-                    .unwrap_or_default();
-                println!(
-                    "  {} {} {}: {}{dtm}",
-                    m.iccs,
-                    m.chinese,
-                    m.wxf,
-                    m.wdl.name()
-                );
+                let v = probe::value_text(m.category, m.dtm_plies, m.rule, m.rule_plies);
+                println!("  {} {} {}: {v}", m.iccs, m.chinese, m.wxf);
             }
         }
         Ok(())

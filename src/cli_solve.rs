@@ -95,6 +95,9 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 bar.set_position(resolved);
                 bar.set_message(format!("ply {level}"));
             }
+            Progress::Rules { round, decided } => {
+                bar.set_message(format!("rules, round {round}: {decided} decided"));
+            }
             Progress::Verify { done, total } => {
                 bar.set_length(total);
                 bar.set_position(done);
@@ -166,6 +169,23 @@ fn report(table: &Table, counts: &TableCounts, secs: f64) {
             "  {side} to move: {} legal, {} wins, {} draws, {} losses; {longest}",
             c.legal, c.wins, c.draws, c.losses
         );
+        if table.rules() != xqtb_core::RuleSet::CyclesAreDraws {
+            let longest = match c.longest_rule_win {
+                Some((d, slot)) => {
+                    let fen = table
+                        .index()
+                        .board(slot, side)
+                        .map(|b| b.fen())
+                        .unwrap_or_default();
+                    format!("the rule furthest away ({d} plies): {fen}")
+                }
+                None => "none".into(),
+            };
+            println!(
+                "    decided by the repetition rules: {} wins, {} losses; {longest}",
+                c.rule_wins, c.rule_losses
+            );
+        }
     }
     println!("  time {secs:.2} s, peak memory {}", peak_memory());
 }

@@ -516,7 +516,7 @@ fn uploads_tokens_and_errors_are_checked() {
             .await
             .unwrap()
             .into_inner();
-        assert_eq!(r.wdl, "win");
+        assert_eq!(r.category, "win");
     });
 }
 
@@ -567,7 +567,7 @@ fn concurrent_probes_and_downloads_are_correct() {
                         .await
                         .unwrap()
                         .into_inner();
-                    assert_eq!(r.wdl, v.wdl(), "{fen}");
+                    assert_eq!(r.category, v.wdl(), "{fen}");
                     assert_eq!(r.dtm_plies, v.dtm_plies().map(u32::from), "{fen}");
                 }
             }));

@@ -15,8 +15,14 @@ pub struct SideCounts {
     pub draws: u64,
     /// Positions the side to move loses.
     pub losses: u64,
-    /// The longest win: plies and the lowest slot that has it.
+    /// The longest win by mate: plies and the lowest slot that has it.
     pub longest_win: Option<(u16, u64)>,
+    /// Wins decided by a repetition rule (counted in `wins` too).
+    pub rule_wins: u64,
+    /// Losses decided by a repetition rule (counted in `losses` too).
+    pub rule_losses: u64,
+    /// The rule win with the most plies until the rule applies, and the lowest slot that has it.
+    pub longest_rule_win: Option<(u16, u64)>,
 }
 
 impl SideCounts {
@@ -31,17 +37,21 @@ impl SideCounts {
             }
             Value::Draw => self.draws += 1,
             Value::Loss(_) => self.losses += 1,
+            Value::RuleWin(r) => {
+                self.wins += 1;
+                self.rule_wins += 1;
+                longer(&mut self.longest_rule_win, r.plies, slot);
+            }
+            Value::RuleLoss(_) => {
+                self.losses += 1;
+                self.rule_losses += 1;
+            }
         }
         self.legal += 1;
     }
 
     fn note_win(&mut self, d: u16, slot: u64) {
-        if self
-            .longest_win
-            .is_none_or(|(l, s)| d > l || (d == l && slot < s))
-        {
-            self.longest_win = Some((d, slot));
-        }
+        longer(&mut self.longest_win, d, slot);
     }
 
     /// The counts of two disjoint sets of slots together. The longest win is the longer one, the
@@ -51,10 +61,22 @@ impl SideCounts {
         self.wins += other.wins;
         self.draws += other.draws;
         self.losses += other.losses;
+        self.rule_wins += other.rule_wins;
+        self.rule_losses += other.rule_losses;
         if let Some((d, slot)) = other.longest_win {
-            self.note_win(d, slot);
+            longer(&mut self.longest_win, d, slot);
+        }
+        if let Some((d, slot)) = other.longest_rule_win {
+            longer(&mut self.longest_rule_win, d, slot);
         }
         self
+    }
+}
+
+/// Keeps the longer of `best` and (`d`, `slot`), the lower slot on a tie.
+fn longer(best: &mut Option<(u16, u64)>, d: u16, slot: u64) {
+    if best.is_none_or(|(l, s)| d > l || (d == l && slot < s)) {
+        *best = Some((d, slot));
     }
 }
 

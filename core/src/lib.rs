@@ -45,4 +45,4 @@ pub use key::{JobKey, SlotRange, TableId};
 pub use rules::{RuleSet, UnknownRuleSet};
 pub use signature::{Limits, Material, Signature, SignatureError, closure_of};
 pub use table::{Location, MemoryTables, Orientation, Probe, ProbeError, Table};
-pub use value::Value;
+pub use value::{Rule, RuleValue, Value};

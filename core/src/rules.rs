@@ -10,23 +10,25 @@ pub enum RuleSet {
     /// Any position retrograde analysis does not resolve is a draw: cycles never decide a game.
     #[default]
     CyclesAreDraws,
+    /// The Asian (AXF/WXF) rules: a side that can only avoid losing by checking for ever, or by
+    /// chasing one piece for ever, loses (see `docs/repetition-rules.md`).
+    Asian,
 }
 
 /// A rule set name that no rule set has.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error(
-    "unknown rule set '{0}'; available: cycles-are-draws (the Asian rules on perpetual check and chase are not implemented yet)"
-)]
+#[error("unknown rule set '{0}'; available: asian, cycles-are-draws")]
 pub struct UnknownRuleSet(pub String);
 
 impl RuleSet {
     /// Every rule set, in id order.
-    pub const ALL: [RuleSet; 1] = [RuleSet::CyclesAreDraws];
+    pub const ALL: [RuleSet; 2] = [RuleSet::CyclesAreDraws, RuleSet::Asian];
 
     /// Stable name used in headers, on the command line and in every API.
     pub const fn name(self) -> &'static str {
         match self {
             RuleSet::CyclesAreDraws => "cycles-are-draws",
+            RuleSet::Asian => "asian",
         }
     }
 
@@ -34,6 +36,7 @@ impl RuleSet {
     pub const fn id(self) -> u8 {
         match self {
             RuleSet::CyclesAreDraws => 1,
+            RuleSet::Asian => 2,
         }
     }
 
@@ -41,6 +44,7 @@ impl RuleSet {
     pub const fn from_id(id: u8) -> Option<RuleSet> {
         match id {
             1 => Some(RuleSet::CyclesAreDraws),
+            2 => Some(RuleSet::Asian),
             _ => None,
         }
     }

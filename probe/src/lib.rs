@@ -20,4 +20,4 @@ mod prober;
 mod report;
 
 pub use prober::{DEFAULT_CACHE_BYTES, LineEnd, MainLine, MoveInfo, ProbeResult, Tablebase};
-pub use report::{MainlineReport, MoveReport, ProbeReport, Side, Wdl};
+pub use report::{Category, MainlineReport, MoveReport, ProbeReport, RuleName, Side, value_text};

@@ -21,8 +21,8 @@ use storage_format::store::{ShardDir, SledStore, StoreError, TableStore};
 use xiangqi::notation::{to_chinese, to_wxf};
 use xiangqi::{Board, Color, Move};
 use xqtb_core::{
-    MAX_PIECES, Material, Orientation, Probe, ProbeError, RuleSet, Signature, TableId, TableIndex,
-    Value,
+    MAX_PIECES, Material, Orientation, Probe, ProbeError, Rule, RuleSet, Signature, TableId,
+    TableIndex, Value,
 };
 
 /// Bytes of decompressed blocks the cache holds unless told otherwise.
@@ -196,15 +196,19 @@ pub enum LineEnd {
     Stalemate,
     /// The position is drawn: no side can force mate.
     Draw,
+    /// The side to move can only keep up this perpetual offence (which loses) or walk into a
+    /// loss.
+    Rule(Rule),
 }
 
 impl LineEnd {
-    /// `"mate"`, `"stalemate"` or `"draw"`.
+    /// `"mate"`, `"stalemate"`, `"draw"`, `"perpetual-check"` or `"perpetual-chase"`.
     pub const fn name(self) -> &'static str {
         match self {
             LineEnd::Mate => "mate",
             LineEnd::Stalemate => "stalemate",
             LineEnd::Draw => "draw",
+            LineEnd::Rule(r) => r.name(),
         }
     }
 }
@@ -226,6 +230,9 @@ pub struct MainLine {
     pub end_board: Board,
     /// How the line ends.
     pub end: LineEnd,
+    /// For a line that ends by a rule: the offence played on from the end, the loser keeping it
+    /// up and the winner keeping it trapped, until a position repeats.
+    pub cycle: Vec<MoveInfo>,
 }
 
 fn storage(table: TableId, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ProbeError {
@@ -559,7 +566,9 @@ impl<S: TableStore> Tablebase<S> {
         let (table, value) = self.value_of(rules, board)?;
         let moves = self.move_values(rules, board)?;
         let expected = moves.first().map_or(Value::Loss(0), |m| m.for_mover());
-        if expected != value {
+        // A position lost by rule 0 plies away takes its value from the rule, not its moves.
+        let rule_terminal = matches!(value, Value::RuleLoss(r) if r.plies == 0);
+        if expected != value && !rule_terminal {
             let sig = table.unwrap_or_else(|| Signature::new(Material::of_board(board)));
             return Err(storage(
                 TableId::new(rules, sig),
@@ -628,6 +637,7 @@ impl<S: TableStore> Tablebase<S> {
                     break LineEnd::Mate;
                 }
                 Value::Loss(0) => break LineEnd::Stalemate,
+                Value::RuleLoss(r) if r.plies == 0 => break LineEnd::Rule(r.rule),
                 _ => {}
             }
             // probe_board checked that the best move keeps the value, one ply shorter, so the
@@ -638,6 +648,12 @@ impl<S: TableStore> Tablebase<S> {
             line.push(best);
             current = self.probe_board(rules, &next)?;
         };
+        let cycle = match (end, current.value) {
+            (LineEnd::Rule(rule), Value::RuleLoss(r)) => {
+                self.rule_cycle(rules, &current, rule, r.round)?
+            }
+            _ => Vec::new(),
+        };
         Ok(MainLine {
             fen: start.fen,
             board: start.board,
@@ -646,7 +662,59 @@ impl<S: TableStore> Tablebase<S> {
             moves: line,
             end_board: current.board,
             end,
+            cycle,
         })
+    }
+
+    /// From a position lost by `rule` 0 plies away (round `round`), the offence played on until
+    /// a position repeats: the loser picks its first offending move (in the order of the move
+    /// list) that keeps the trap, the winner its first move back into a position lost by the
+    /// rule now, preferring moves that are not themselves offences. At most 60 plies.
+    fn rule_cycle(
+        &self,
+        rules: RuleSet,
+        start: &ProbeResult,
+        rule: Rule,
+        round: u8,
+    ) -> Result<Vec<MoveInfo>, ProbeError> {
+        use xiangqi::repetition::{MoveClass, classify};
+        let offence = |c: MoveClass| match rule {
+            Rule::PerpetualCheck => c == MoveClass::Check,
+            Rule::PerpetualChase => matches!(c, MoveClass::Chase(_)),
+        };
+        let mut seen = vec![start.board.clone()];
+        let mut current = start.clone();
+        let mut out = Vec::new();
+        for ply in 0..60 {
+            let loser_to_move = ply % 2 == 0;
+            let pick = current
+                .moves
+                .iter()
+                .filter(|m| current.board.is_empty(m.mv.to()))
+                .filter(|m| {
+                    if loser_to_move {
+                        matches!(m.value, Value::RuleWin(r) if r.round == round && r.plies == 1)
+                    } else {
+                        matches!(m.value, Value::RuleLoss(r) if r.round == round && r.plies == 0)
+                    }
+                })
+                .map(|m| (offence(classify(&current.board, m.mv)), m))
+                .filter(|(o, _)| !loser_to_move || *o)
+                .min_by_key(|(o, m)| (*o, m.iccs.clone()))
+                .map(|(_, m)| m.clone());
+            let Some(m) = pick else {
+                break;
+            };
+            let mut next = current.board.clone();
+            next.make(m.mv);
+            out.push(m);
+            if seen.contains(&next) {
+                break;
+            }
+            seen.push(next.clone());
+            current = self.probe_board(rules, &next)?;
+        }
+        Ok(out)
     }
 
     /// The main line from a FEN.

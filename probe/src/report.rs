@@ -1,17 +1,20 @@
 //! The serde forms of a probe and of a main line: the one description of their fields that every
 //! interface shows (`xqtb probe --json`, `xqtb query --json`, the gRPC responses, the HTTP API).
-//! Field names carry their units: `dtm_plies` is the distance to mate in plies, `null` for a
-//! draw; `wdl` is the value for the side to move (for a move: for the side to move after it).
+//! Field names carry their units: `category` is win, draw or loss for the side to move (for a
+//! move: for the side to move after it); `dtm_plies` the distance to mate in plies, `null` for
+//! draws and for values a repetition rule decides; `rule` names that rule (`perpetual-check`,
+//! `perpetual-chase`, `null` otherwise) and `rule_plies` the plies until the losing side is
+//! forced into the perpetual offence (0 when it is so now).
 
 use crate::prober::{LineEnd, MainLine, MoveInfo, ProbeResult};
 use serde::{Deserialize, Serialize};
 use xiangqi::{Board, Color};
-use xqtb_core::Value;
+use xqtb_core::{Rule, Value};
 
 /// Win, draw or loss, for the side to move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Wdl {
+pub enum Category {
     /// The side to move wins.
     Win,
     /// Neither side can force a win.
@@ -20,13 +23,13 @@ pub enum Wdl {
     Loss,
 }
 
-impl Wdl {
+impl Category {
     /// The category of `value` (`None` for [`Value::Illegal`], which no report carries).
-    pub fn of(value: Value) -> Option<Wdl> {
+    pub fn of(value: Value) -> Option<Category> {
         match value {
-            Value::Win(_) => Some(Wdl::Win),
-            Value::Draw => Some(Wdl::Draw),
-            Value::Loss(_) => Some(Wdl::Loss),
+            Value::Win(_) | Value::RuleWin(_) => Some(Category::Win),
+            Value::Draw => Some(Category::Draw),
+            Value::Loss(_) | Value::RuleLoss(_) => Some(Category::Loss),
             Value::Illegal => None,
         }
     }
@@ -34,15 +37,15 @@ impl Wdl {
     /// `"win"`, `"draw"` or `"loss"`.
     pub const fn name(self) -> &'static str {
         match self {
-            Wdl::Win => "win",
-            Wdl::Draw => "draw",
-            Wdl::Loss => "loss",
+            Category::Win => "win",
+            Category::Draw => "draw",
+            Category::Loss => "loss",
         }
     }
 
-    /// Parses [`Wdl::name`].
-    pub fn from_name(s: &str) -> Option<Wdl> {
-        [Wdl::Win, Wdl::Draw, Wdl::Loss]
+    /// Parses [`Category::name`].
+    pub fn from_name(s: &str) -> Option<Category> {
+        [Category::Win, Category::Draw, Category::Loss]
             .into_iter()
             .find(|w| w.name() == s)
     }
@@ -67,6 +70,27 @@ impl From<Color> for Side {
     }
 }
 
+/// A value in words, from the report fields: `win in 25 plies`, `draw`, `loss by the
+/// perpetual-check rule in 2 plies`.
+pub fn value_text(
+    category: Category,
+    dtm_plies: Option<u16>,
+    rule: Option<RuleName>,
+    rule_plies: Option<u16>,
+) -> String {
+    match (category, dtm_plies, rule) {
+        (Category::Draw, _, _) => "draw".into(),
+        (c, Some(d), _) => format!("{} in {d} plies", c.name()),
+        (c, None, Some(r)) => format!(
+            "{} by the {} rule in {} plies",
+            c.name(),
+            r.name(),
+            rule_plies.unwrap_or(0)
+        ),
+        (c, None, None) => c.name().into(),
+    }
+}
+
 /// One legal move and the value of the position it leads to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MoveReport {
@@ -77,9 +101,13 @@ pub struct MoveReport {
     /// WXF notation, e.g. `C2.5`.
     pub wxf: String,
     /// The value after the move, for the side to move then.
-    pub wdl: Wdl,
-    /// Its distance to mate in plies (`null` for a draw).
+    pub category: Category,
+    /// Its distance to mate in plies (`null` for draws and rule-decided values).
     pub dtm_plies: Option<u16>,
+    /// The repetition rule that decides it, if one does.
+    pub rule: Option<RuleName>,
+    /// Plies until the rule applies, for rule-decided values.
+    pub rule_plies: Option<u16>,
     /// The position after the move (main lines only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fen: Option<String>,
@@ -91,8 +119,10 @@ impl MoveReport {
             iccs: m.iccs.clone(),
             chinese: m.chinese.clone(),
             wxf: m.wxf.clone(),
-            wdl: Wdl::of(m.value).unwrap_or(Wdl::Draw),
+            category: Category::of(m.value).unwrap_or(Category::Draw),
             dtm_plies: m.value.dtm_plies(),
+            rule: m.value.rule().map(RuleName::from),
+            rule_plies: m.value.rule_plies(),
             fen,
         }
     }
@@ -111,9 +141,13 @@ pub struct ProbeReport {
     /// The rule set of the values.
     pub rules: String,
     /// The value for the side to move.
-    pub wdl: Wdl,
-    /// Its distance to mate in plies (`null` for a draw).
+    pub category: Category,
+    /// Its distance to mate in plies (`null` for draws and rule-decided values).
     pub dtm_plies: Option<u16>,
+    /// The repetition rule that decides it, if one does.
+    pub rule: Option<RuleName>,
+    /// Plies until the rule applies, for rule-decided values.
+    pub rule_plies: Option<u16>,
     /// Every legal move, best first for the side to move.
     pub moves: Vec<MoveReport>,
 }
@@ -125,8 +159,10 @@ impl From<&ProbeResult> for ProbeReport {
             side_to_move: r.board.side_to_move().into(),
             table: r.table.map(|s| s.name()),
             rules: r.rules.name().into(),
-            wdl: Wdl::of(r.value).unwrap_or(Wdl::Draw),
+            category: Category::of(r.value).unwrap_or(Category::Draw),
             dtm_plies: r.value.dtm_plies(),
+            rule: r.value.rule().map(RuleName::from),
+            rule_plies: r.value.rule_plies(),
             moves: r.moves.iter().map(|m| MoveReport::of(m, None)).collect(),
         }
     }
@@ -142,38 +178,48 @@ pub struct MainlineReport {
     /// The rule set of the values.
     pub rules: String,
     /// The value of the start for its side to move.
-    pub wdl: Wdl,
-    /// Its distance to mate in plies (`null` for a draw).
+    pub category: Category,
+    /// Its distance to mate in plies (`null` for draws and rule-decided values).
     pub dtm_plies: Option<u16>,
+    /// The repetition rule that decides it, if one does.
+    pub rule: Option<RuleName>,
+    /// Plies until the rule applies, for rule-decided values.
+    pub rule_plies: Option<u16>,
     /// Plies in the line.
     pub plies: usize,
     /// How the line ends: `mate`, `stalemate` (no legal move without being in check: also a
-    /// loss) or `draw` (a drawn start has no line).
+    /// loss), `draw` (a drawn start has no line), `perpetual-check` or `perpetual-chase` (the
+    /// side to move at the end can only keep up that offence, which loses, or walk into a loss).
     pub end: String,
     /// The moves, each with the value and FEN of the position it leads to.
     pub moves: Vec<MoveReport>,
+    /// For a line that ends by a rule: how the offence goes on from the end until a position
+    /// repeats (empty otherwise).
+    #[serde(default)]
+    pub cycle: Vec<MoveReport>,
 }
 
 impl From<&MainLine> for MainlineReport {
     fn from(line: &MainLine) -> MainlineReport {
         let mut board: Board = line.board.clone();
-        let moves = line
-            .moves
-            .iter()
-            .map(|m| {
-                board.make(m.mv);
-                MoveReport::of(m, Some(board.fen()))
-            })
-            .collect();
+        let mut report = |m: &crate::MoveInfo| {
+            board.make(m.mv);
+            MoveReport::of(m, Some(board.fen()))
+        };
+        let moves = line.moves.iter().map(&mut report).collect();
+        let cycle = line.cycle.iter().map(&mut report).collect();
         MainlineReport {
             fen: line.fen.clone(),
             side_to_move: line.board.side_to_move().into(),
             rules: line.rules.name().into(),
-            wdl: Wdl::of(line.value).unwrap_or(Wdl::Draw),
+            category: Category::of(line.value).unwrap_or(Category::Draw),
             dtm_plies: line.value.dtm_plies(),
+            rule: line.value.rule().map(RuleName::from),
+            rule_plies: line.value.rule_plies(),
             plies: line.moves.len(),
             end: line.end.name().into(),
             moves,
+            cycle,
         }
     }
 }
@@ -181,8 +227,50 @@ impl From<&MainLine> for MainlineReport {
 impl LineEnd {
     /// The ending with this [`LineEnd::name`].
     pub fn from_name(s: &str) -> Option<LineEnd> {
-        [LineEnd::Mate, LineEnd::Stalemate, LineEnd::Draw]
+        [
+            LineEnd::Mate,
+            LineEnd::Stalemate,
+            LineEnd::Draw,
+            LineEnd::Rule(Rule::PerpetualCheck),
+            LineEnd::Rule(Rule::PerpetualChase),
+        ]
+        .into_iter()
+        .find(|e| e.name() == s)
+    }
+}
+
+/// A repetition rule, as reports name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleName {
+    /// The losing side can only keep checking.
+    PerpetualCheck,
+    /// The losing side can only keep chasing one piece.
+    PerpetualChase,
+}
+
+impl From<Rule> for RuleName {
+    fn from(r: Rule) -> RuleName {
+        match r {
+            Rule::PerpetualCheck => RuleName::PerpetualCheck,
+            Rule::PerpetualChase => RuleName::PerpetualChase,
+        }
+    }
+}
+
+impl RuleName {
+    /// `"perpetual-check"` or `"perpetual-chase"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RuleName::PerpetualCheck => "perpetual-check",
+            RuleName::PerpetualChase => "perpetual-chase",
+        }
+    }
+
+    /// Parses [`RuleName::name`].
+    pub fn from_name(s: &str) -> Option<RuleName> {
+        [RuleName::PerpetualCheck, RuleName::PerpetualChase]
             .into_iter()
-            .find(|e| e.name() == s)
+            .find(|r| r.name() == s)
     }
 }

@@ -139,6 +139,10 @@ fn check_mainline(tb: &Tablebase<Arc<SledStore>>, start: &Board) -> usize {
             assert!(line.moves.is_empty());
             assert_eq!(line.end, LineEnd::Draw);
         }
+        Value::RuleWin(r) | Value::RuleLoss(r) => {
+            assert_eq!(line.moves.len(), r.plies as usize, "{}", start.fen());
+            assert_eq!(line.end, LineEnd::Rule(r.rule));
+        }
         Value::Illegal => unreachable!(),
     }
     line.moves.len()

@@ -2,7 +2,7 @@
 //! a job or a value is mapped here, in both directions, so that the services and the clients
 //! agree on what each field means.
 
-use probe::{LineEnd, MainlineReport, MoveReport, ProbeReport, Side, Wdl};
+use probe::{Category, LineEnd, MainlineReport, MoveReport, ProbeReport, RuleName, Side};
 use proto::v1 as pb;
 use thiserror::Error;
 use xqtb_core::{
@@ -122,11 +122,27 @@ fn parse_side(s: &str) -> Result<Side, ConvertError> {
     }
 }
 
-fn parse_wdl(s: &str) -> Result<Wdl, ConvertError> {
-    Wdl::from_name(s).ok_or_else(|| ConvertError::BadValue {
-        field: "wdl",
+fn parse_category(s: &str) -> Result<Category, ConvertError> {
+    Category::from_name(s).ok_or_else(|| ConvertError::BadValue {
+        field: "category",
         value: s.into(),
     })
+}
+
+fn rule_name(r: Option<RuleName>) -> String {
+    r.map(|r| r.name().to_string()).unwrap_or_default()
+}
+
+fn parse_rule(s: &str) -> Result<Option<RuleName>, ConvertError> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    RuleName::from_name(s)
+        .map(Some)
+        .ok_or_else(|| ConvertError::BadValue {
+            field: "rule",
+            value: s.into(),
+        })
 }
 
 fn dtm(d: Option<u32>) -> Result<Option<u16>, ConvertError> {
@@ -144,16 +160,20 @@ fn move_value(m: &MoveReport) -> pb::MoveValue {
         iccs: m.iccs.clone(),
         chinese: m.chinese.clone(),
         wxf: m.wxf.clone(),
-        wdl: m.wdl.name().into(),
+        category: m.category.name().into(),
         dtm_plies: m.dtm_plies.map(u32::from),
         fen: m.fen.clone().unwrap_or_default(),
+        rule: rule_name(m.rule),
+        rule_plies: m.rule_plies.map(u32::from),
     }
 }
 
 fn move_report(m: pb::MoveValue) -> Result<MoveReport, ConvertError> {
     Ok(MoveReport {
-        wdl: parse_wdl(&m.wdl)?,
+        category: parse_category(&m.category)?,
         dtm_plies: dtm(m.dtm_plies)?,
+        rule: parse_rule(&m.rule)?,
+        rule_plies: dtm(m.rule_plies)?,
         iccs: m.iccs,
         chinese: m.chinese,
         wxf: m.wxf,
@@ -165,8 +185,10 @@ fn move_report(m: pb::MoveValue) -> Result<MoveReport, ConvertError> {
 pub fn probe_response(r: &ProbeReport) -> pb::ProbeResponse {
     pb::ProbeResponse {
         fen: r.fen.clone(),
-        wdl: r.wdl.name().into(),
+        category: r.category.name().into(),
         dtm_plies: r.dtm_plies.map(u32::from),
+        rule: rule_name(r.rule),
+        rule_plies: r.rule_plies.map(u32::from),
         table: r.table.clone().unwrap_or_default(),
         moves: r.moves.iter().map(move_value).collect(),
         side_to_move: side_name(r.side_to_move).into(),
@@ -179,8 +201,10 @@ pub fn probe_report(r: pb::ProbeResponse) -> Result<ProbeReport, ConvertError> {
     Ok(ProbeReport {
         side_to_move: parse_side(&r.side_to_move)?,
         table: (!r.table.is_empty()).then_some(r.table),
-        wdl: parse_wdl(&r.wdl)?,
+        category: parse_category(&r.category)?,
         dtm_plies: dtm(r.dtm_plies)?,
+        rule: parse_rule(&r.rule)?,
+        rule_plies: dtm(r.rule_plies)?,
         moves: r
             .moves
             .into_iter()
@@ -195,9 +219,12 @@ pub fn probe_report(r: pb::ProbeResponse) -> Result<ProbeReport, ConvertError> {
 pub fn mainline_response(r: &MainlineReport) -> pb::MainlineResponse {
     pb::MainlineResponse {
         fen: r.fen.clone(),
-        wdl: r.wdl.name().into(),
+        category: r.category.name().into(),
         dtm_plies: r.dtm_plies.map(u32::from),
+        rule: rule_name(r.rule),
+        rule_plies: r.rule_plies.map(u32::from),
         moves: r.moves.iter().map(move_value).collect(),
+        cycle: r.cycle.iter().map(move_value).collect(),
         ending: r.end.clone(),
         side_to_move: side_name(r.side_to_move).into(),
         rules: r.rules.clone(),
@@ -217,10 +244,18 @@ pub fn mainline_report(r: pb::MainlineResponse) -> Result<MainlineReport, Conver
         .into_iter()
         .map(move_report)
         .collect::<Result<_, _>>()?;
+    let cycle: Vec<MoveReport> = r
+        .cycle
+        .into_iter()
+        .map(move_report)
+        .collect::<Result<_, _>>()?;
     Ok(MainlineReport {
         side_to_move: parse_side(&r.side_to_move)?,
-        wdl: parse_wdl(&r.wdl)?,
+        category: parse_category(&r.category)?,
         dtm_plies: dtm(r.dtm_plies)?,
+        rule: parse_rule(&r.rule)?,
+        rule_plies: dtm(r.rule_plies)?,
+        cycle,
         plies: moves.len(),
         moves,
         fen: r.fen,
@@ -255,8 +290,10 @@ mod tests {
             iccs: "h2e2".into(),
             chinese: "炮二平五".into(),
             wxf: "C2.5".into(),
-            wdl: Wdl::Loss,
+            category: Category::Loss,
             dtm_plies: Some(12),
+            rule: None,
+            rule_plies: None,
             fen: None,
         };
         let probe = ProbeReport {
@@ -264,8 +301,10 @@ mod tests {
             side_to_move: Side::Black,
             table: None,
             rules: "cycles-are-draws".into(),
-            wdl: Wdl::Win,
-            dtm_plies: Some(13),
+            category: Category::Win,
+            dtm_plies: None,
+            rule: Some(RuleName::PerpetualCheck),
+            rule_plies: Some(3),
             moves: vec![m.clone()],
         };
         assert_eq!(probe_report(probe_response(&probe)), Ok(probe));
@@ -273,12 +312,18 @@ mod tests {
             fen: "y".into(),
             side_to_move: Side::Red,
             rules: "cycles-are-draws".into(),
-            wdl: Wdl::Draw,
+            category: Category::Draw,
             dtm_plies: None,
+            rule: None,
+            rule_plies: None,
             plies: 1,
-            end: "mate".into(),
+            end: "perpetual-chase".into(),
             moves: vec![MoveReport {
                 fen: Some("z".into()),
+                ..m.clone()
+            }],
+            cycle: vec![MoveReport {
+                fen: Some("w".into()),
                 ..m
             }],
         };

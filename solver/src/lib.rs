@@ -19,10 +19,13 @@
 
 #![warn(missing_docs)]
 
+mod asian;
 mod capture;
 mod position;
+pub mod rules;
 mod solve;
 mod verify;
+mod verify_rules;
 
 pub use solve::{Progress, SolveError, solve};
 pub use verify::{VerifyError, verify, verify_reporting};

@@ -62,6 +62,13 @@ pub enum Progress {
         /// Entries of the table.
         total: u64,
     },
+    /// A round of the repetition rules' analysis is finished.
+    Rules {
+        /// The round (0: captures into rule-decided positions of other tables).
+        round: u8,
+        /// Positions the rules decided so far.
+        decided: u64,
+    },
     /// Verifying the solved table against its successors.
     Verify {
         /// Entries verified so far.
@@ -90,7 +97,7 @@ fn is_resolved(c: u16) -> bool {
 }
 
 #[inline]
-fn is_unresolved(c: u16) -> bool {
+pub(crate) fn is_unresolved(c: u16) -> bool {
     c != ILLEGAL && c >= UNRESOLVED
 }
 
@@ -110,24 +117,31 @@ pub fn solve(
             });
         }
     }
-    // The one place the solver depends on the rule set.
-    match id.rules {
-        RuleSet::CyclesAreDraws => solve_cycles_are_draws(id, deps, progress),
-    }
-}
-
-/// Plain retrograde analysis: whatever it leaves unresolved is a draw.
-fn solve_cycles_are_draws(
-    id: TableId,
-    deps: &dyn Probe,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<Table, SolveError> {
-    let signature = id.signature;
     if signature.material().piece_count() as usize > xqtb_core::MAX_PIECES {
         return Err(SolveError::Unsupported(signature, "too many pieces".into()));
     }
     let index = TableIndex::new(signature);
     let solver = Solver::new(&index, id.rules);
+    // Plain retrograde analysis first: under every rule set, what it resolves ends in mate (a
+    // capture into a rule-decided position of another table counts as a draw here).
+    retrograde(&solver, deps, progress)?;
+    // The one place the solver depends on the rule set: what is left unresolved.
+    match id.rules {
+        RuleSet::CyclesAreDraws => {}
+        RuleSet::Asian => crate::asian::decide(&solver, deps, progress)?,
+    }
+    let values = solver.finish();
+    Ok(Table::new(index, id.rules, values))
+}
+
+/// Level-by-level retrograde analysis to mate.
+fn retrograde(
+    solver: &Solver,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(), SolveError> {
+    let index = solver.index;
+    let signature = index.signature();
     let started = std::time::Instant::now();
     let max_pending = solver.init(deps, progress)?;
     tracing::info!(table = %signature, secs = started.elapsed().as_secs_f64(), "captures and mates folded");
@@ -155,15 +169,16 @@ fn solve_cycles_are_draws(
         level += 1;
     }
     tracing::info!(table = %signature, levels = level, secs = started.elapsed().as_secs_f64(), "levels done");
-    let values = solver.finish();
-    Ok(Table::new(index, id.rules, values))
+    Ok(())
 }
 
-struct Solver<'a> {
-    index: &'a TableIndex,
-    rules: RuleSet,
-    pieces: Vec<Piece>,
-    state: [Vec<AtomicU16>; 2],
+pub(crate) struct Solver<'a> {
+    pub(crate) index: &'a TableIndex,
+    pub(crate) rules: RuleSet,
+    pub(crate) pieces: Vec<Piece>,
+    /// Per side to move and slot: the value code once resolved; while unresolved, the tags
+    /// below (and, in the rule phase, [`crate::asian`]'s own).
+    pub(crate) state: [Vec<AtomicU16>; 2],
     resolved: AtomicU64,
     /// Blocks per side.
     chunks: u64,
@@ -333,7 +348,9 @@ impl<'a> Solver<'a> {
                         match v?.for_mover() {
                             Value::Win(d) => best_win = best_win.min(d),
                             Value::Loss(d) => worst_loss = worst_loss.max(d),
-                            Value::Draw => draw = true,
+                            // Rule-decided positions of another table do not end in mate:
+                            // here they count as draws, and the rule phase takes them up.
+                            Value::Draw | Value::RuleWin(_) | Value::RuleLoss(_) => draw = true,
                             Value::Illegal => unreachable!("legal moves lead to legal positions"),
                         }
                     }
@@ -479,11 +496,21 @@ impl<'a> Solver<'a> {
 
     /// Turns the states into final values: everything still unresolved is a draw.
     fn finish(self) -> [Vec<u16>; 2] {
+        // After the rule phase every state is a value or undecided (codes of rule values lie
+        // where the retrograde phase keeps its unresolved tags).
+        let rule_phase = self.rules != RuleSet::CyclesAreDraws;
+        let undecided = move |c: u16| {
+            if rule_phase {
+                c == crate::asian::UNDECIDED
+            } else {
+                is_unresolved(c)
+            }
+        };
         self.state.map(|v| {
             v.into_iter()
                 .map(|a| {
                     let c = a.into_inner();
-                    if is_unresolved(c) {
+                    if undecided(c) {
                         Value::Draw.encode()
                     } else {
                         c

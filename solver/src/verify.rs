@@ -55,15 +55,41 @@ pub fn verify_reporting(
     // The one place the verifier depends on the rule set: the proof in the module header holds
     // for cycles-are-draws.
     match table.rules() {
-        RuleSet::CyclesAreDraws => verify_cycles_are_draws(table, deps, progress),
+        RuleSet::CyclesAreDraws => verify_values(table, deps, progress, None),
+        RuleSet::Asian => {
+            let found = std::sync::Mutex::new(RuleFindings::default());
+            let counts = verify_values(table, deps, progress, Some(&found))?;
+            crate::verify_rules::check(table, deps, found.into_inner().expect("findings"))?;
+            Ok(counts)
+        }
     }
 }
 
-fn verify_cycles_are_draws(
+/// What the local pass hands to the rule checks ([`crate::verify_rules`]): the positions stored
+/// as lost by rule 0 plies away (their successors do not give their value: the rule does), and
+/// the drawn positions whose side to move can only offend or lose.
+#[derive(Default)]
+pub(crate) struct RuleFindings {
+    /// (side, slot, stored value) of every rule terminal.
+    pub terminals: Vec<(Color, u64, Value)>,
+    /// (side, slot) of every drawn position whose side to move is forced to offend.
+    pub forced_draws: Vec<(Color, u64)>,
+}
+
+fn verify_values(
     table: &Table,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
+    rules: Option<&std::sync::Mutex<RuleFindings>>,
 ) -> Result<TableCounts, Box<VerifyError>> {
+    let both_attack = rules.is_some()
+        && Color::ALL.iter().all(|&c| {
+            table
+                .index()
+                .piece_list()
+                .iter()
+                .any(|p| p.color() == c && p.kind().is_attacker())
+        });
     let size = table.index().size();
     let chunks = size.div_ceil(CHUNK_SLOTS);
     let done = AtomicU64::new(0);
@@ -75,13 +101,24 @@ fn verify_cycles_are_draws(
             let mut counts = TableCounts::default();
             let pieces = table.index().piece_list();
             let mut pos = SlotPosition::new(table.index(), &pieces);
+            let mut found = RuleFindings::default();
+            let mut local = Local {
+                counts: &mut counts,
+                found: rules.is_some().then_some(&mut found),
+                both_attack,
+            };
             for slot in start..end {
                 // Both sides to move share the placement: it is set up once.
                 let possible = pos.load(slot, Color::Red);
                 for side in Color::ALL {
                     pos.board.set_side_to_move(side);
-                    verify_slot(table, deps, side, slot, possible, &mut pos, &mut counts)?;
+                    verify_slot(table, deps, side, slot, possible, &mut pos, &mut local)?;
                 }
+            }
+            if let Some(all) = rules {
+                let mut all = all.lock().expect("findings");
+                all.terminals.extend(found.terminals);
+                all.forced_draws.extend(found.forced_draws);
             }
             let n = 2 * (end - start);
             progress(Progress::Verify {
@@ -93,6 +130,15 @@ fn verify_cycles_are_draws(
         .try_reduce(TableCounts::default, |a, b| Ok(a.merge(b)))
 }
 
+/// What one chunk of the local pass gathers.
+struct Local<'a> {
+    counts: &'a mut TableCounts,
+    /// Under the Asian rules: the rule terminals and forced draws seen.
+    found: Option<&'a mut RuleFindings>,
+    /// Both sides have a piece that can check or chase (else no side can be forced to offend).
+    both_attack: bool,
+}
+
 /// Verifies one entry; `pos` holds the slot's placement with `side` to move when `possible`.
 fn verify_slot(
     table: &Table,
@@ -101,7 +147,7 @@ fn verify_slot(
     slot: u64,
     possible: bool,
     pos: &mut SlotPosition,
-    counts: &mut TableCounts,
+    local: &mut Local,
 ) -> Result<(), Box<VerifyError>> {
     let code = table.codes(side)[slot as usize];
     let stored = Value::decode(code);
@@ -141,7 +187,8 @@ fn verify_slot(
             let v = deps.probe(table.rules(), after);
             after.unmake(m, captured);
             match v {
-                Ok(v) => v,
+                // Rule values of another table count as round 0 here.
+                Ok(v) => v.as_exit(),
                 Err(ProbeError::Illegal(_)) => Value::Illegal,
                 Err(e) => return Err(fail(format!("{} ({e})", board.fen()), Value::Illegal)),
             }
@@ -153,9 +200,32 @@ fn verify_slot(
             best = mine;
         }
     }
+    if let Some(found) = local.found.as_deref_mut() {
+        // A position lost by rule 0 plies away takes its value from the rule, not from its
+        // successors: the rule checks verify it with the trap it belongs to.
+        if let Value::RuleLoss(r) = stored
+            && r.plies == 0
+        {
+            found.terminals.push((side, slot, stored));
+            local.counts.add(side, slot, stored);
+            return Ok(());
+        }
+        if stored == Value::Draw && best == Value::Draw && local.both_attack {
+            let forced =
+                crate::verify_rules::forced_to_offend(board, moves, slots, next, &mut |m| {
+                    let mut after = board.clone();
+                    after.make(m);
+                    let v = deps.probe(table.rules(), &after).ok()?;
+                    Some(v.as_exit().for_mover())
+                });
+            if forced {
+                found.forced_draws.push((side, slot));
+            }
+        }
+    }
     if stored != best {
         return Err(fail(board.fen(), best));
     }
-    counts.add(side, slot, best);
+    local.counts.add(side, slot, best);
     Ok(())
 }

@@ -507,6 +507,22 @@ impl TableHeader {
                 put_u32(&mut w, b.crc);
             }
         }
+        // Tables of rule sets with repetition rules end with their rule counts (tables of
+        // cycles-are-draws, written before rules existed, end with the block table).
+        if self.rules != RuleSet::CyclesAreDraws {
+            for c in &self.counts.0 {
+                put_u64(&mut w, c.rule_wins);
+                put_u64(&mut w, c.rule_losses);
+                match c.longest_rule_win {
+                    None => w.push(0),
+                    Some((d, slot)) => {
+                        w.push(1);
+                        w.extend_from_slice(&d.to_le_bytes());
+                        put_u64(&mut w, slot);
+                    }
+                }
+            }
+        }
         w
     }
 
@@ -588,6 +604,32 @@ impl TableHeader {
                     len: r.u32("block length")?,
                     crc: r.u32("block checksum")?,
                 });
+            }
+        }
+        if rules != RuleSet::CyclesAreDraws {
+            for c in &mut counts.0 {
+                c.rule_wins = r.u64("rule win count")?;
+                c.rule_losses = r.u64("rule loss count")?;
+                c.longest_rule_win = match r.u8("longest rule win flag")? {
+                    0 => None,
+                    1 => {
+                        let d = u16::from_le_bytes([
+                            r.u8("longest rule win")?,
+                            r.u8("longest rule win")?,
+                        ]);
+                        Some((d, r.u64("longest rule win slot")?))
+                    }
+                    f => {
+                        return Err(CodecError::BadHeader(format!(
+                            "bad longest-rule-win flag {f}"
+                        )));
+                    }
+                };
+                if c.rule_wins > c.wins || c.rule_losses > c.losses {
+                    return Err(CodecError::BadHeader(
+                        "rule counts exceed the counts".into(),
+                    ));
+                }
             }
         }
         if r.remaining() != 0 {

@@ -167,12 +167,18 @@ def asian(xq):
     for i, mv in enumerate(line_moves):
         m = next(m for m in probes[key(fens[i])]["moves"] if m["iccs"] == mv)
         line.append(dict(m, fen=fens[i + 1]))
+    # how the offence goes on from the end until a position repeats (the API's `cycle`)
+    cycle_src = [(4, "a1a0"), (1, "e0e1"), (2, "a0a1"), (3, "e1e0")]
+    cycle = []
+    for i, mv in cycle_src:
+        m = next(m for m in probes[key(fens[i])]["moves"] if m["iccs"] == mv)
+        cycle.append(dict(m, fen=apply(fens[i], mv)))
     lines = {}
     for i, fen in enumerate(fens):
         p = probes[key(fen)]
         lines[key(fen)] = {k: p[k] for k in ("fen", "side_to_move", "rules", "category",
                                               "dtm_plies", "rule", "rule_plies")}
-        lines[key(fen)].update(plies=n - i, end="perpetual-check", moves=line[i:])
+        lines[key(fen)].update(plies=n - i, end="perpetual-check", moves=line[i:], cycle=cycle)
     return probes, lines, key(fens[1])  # example: Red to move, wins by rule in 3 plies
 
 

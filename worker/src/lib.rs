@@ -358,6 +358,7 @@ async fn run_job(
                         solver::Progress::Level { resolved, total, .. } => {
                             p.set(Phase::Solving, 0.2 + 0.4 * share(resolved, total))
                         }
+                        solver::Progress::Rules { .. } => p.set(Phase::Solving, 0.6),
                         solver::Progress::Verify { done, total } => {
                             p.set(Phase::Verifying, 0.6 + 0.3 * share(done, total))
                         }

@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""End-to-end test of the xqtb web page in headless Chromium (Selenium).
+
+    python3 web/dev/test_page.py BASE_URL SCREENSHOT_DIR [--fen FEN] [--missing-fen FEN]
+
+    e.g.  python3 web/dev/mock_server.py --port 8765 &
+          python3 web/dev/test_page.py http://127.0.0.1:8765/ /tmp/xqtb-shots
+
+Works against the mock (web/dev/mock_server.py) or the real server: expected texts are computed
+from the server's own API answers, so --fen may be any won position the server has.
+Needs: pip install selenium; apt-get install -y chromium chromium-driver (/usr/bin/chromium,
+/usr/bin/chromedriver). Exits 0 when every check passed, 1 with "FAIL: ..." otherwise (a
+screenshot "failure.png" is left in SCREENSHOT_DIR).
+
+Stable selectors the test relies on (all in web/index.html, web/board.js, web/app.js):
+  #app[data-state]            "loading" | "ready" | "error": the probe of the shown position
+  #app[data-mainline]         "loading" while a main line request runs (absent otherwise)
+  [data-testid=fen-input]     FEN text box (shows the current position's FEN)
+  [data-testid=fen-load]      its submit button ("Probe"); Enter in the box works too
+  [data-testid=value]         the value in words ("Red wins in 15 plies (8 moves)")
+  [data-testid=stm]           side to move ("Red to move"); class red | black
+  [data-testid=error]         error box (hidden when there is none)
+  [data-testid=board]         the <svg> board
+  [data-testid=pt-e0]         click target of point e0 (ICCS square), for every point a0..i9
+  [data-testid=piece-e0]      the piece on e0, with data-piece="K" (FEN letter); class "selected"
+  #board .target              legal destination marks of the selected piece; .corners.last = last move
+  [data-testid=move]          one legal move button, data-iccs="h2e2", data-result = win|draw|loss
+                              (result for the mover), best first
+  [data-testid=nav-start|nav-back|nav-forward|nav-end|nav-play|flip]   navigation buttons
+  [data-testid=line-move]     the moves of the line, data-index (0 = start); class "current"
+  [data-testid=line-end]      how the main line ends, after its last move
+  [data-testid=tables]        list of endgames (from /api/v1/tables)
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+os.environ.setdefault("SE_AVOID_STATS", "true")
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:
+    sys.exit("FAIL: selenium is not installed (pip install selenium)")
+
+DEFAULT_FEN = "9/7R1/4k4/9/9/9/9/3n5/9/3K5 w"
+MISSING_FEN = "4k4/9/4n4/9/9/9/9/2R6/2R6/4K4 w"
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+# ------------------------------------------------------------------ expectations from the API
+class Api:
+    def __init__(self, base):
+        self.base = base.rstrip("/")
+
+    def get(self, kind, fen):
+        url = f"{self.base}/api/v1/{kind}?fen={urllib.parse.quote(fen)}"
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                return r.status, json.loads(r.read().decode())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read().decode() or "{}")
+
+
+def key(fen):
+    f = fen.replace("_", " ").split()
+    return f[0] + " " + (f[1] if len(f) > 1 else "w")
+
+
+def cat(v):
+    return v.get("category") or v.get("wdl")
+
+
+def plies(n):
+    return f"{n} {'ply' if n == 1 else 'plies'}"
+
+
+def expected_value(report, end=None):
+    """The page's wording (see describe() in app.js)."""
+    who = "Red" if report["side_to_move"] == "red" else "Black"
+    oth = "Black" if who == "Red" else "Red"
+    c, d = cat(report), report.get("dtm_plies")
+    if report.get("rule"):
+        loser = oth if c == "win" else who
+        verb = {"perpetual-check": "keep checking (perpetual check)",
+                "perpetual-chase": "keep chasing (perpetual chase)"}[report["rule"]]
+        rp = report.get("rule_plies")
+        when = f"in {plies(rp)}" if rp else "now"
+        return f"{who} {'wins' if c == 'win' else 'loses'} by rule: {loser} must {verb} {when}"
+    if c == "win":
+        m = math.ceil(d / 2)
+        return f"{who} wins in {plies(d)} ({m} {'move' if m == 1 else 'moves'})"
+    if c == "loss":
+        if d == 0:
+            if end == "mate":
+                return f"{who} is checkmated"
+            if end == "stalemate":
+                return f"{who} is stalemated and loses (no legal move)"
+            return None  # either wording
+        return f"{who} loses in {plies(d)}"
+    return "Draw"
+
+
+# ------------------------------------------------------------------ browser helpers
+class Page:
+    def __init__(self, base, shots):
+        self.base, self.shots = base, shots
+        self.profile = tempfile.mkdtemp(prefix="xqtb-chromium-")
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = "/usr/bin/chromium"
+        for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", f"--user-data-dir={self.profile}",
+                  "--window-size=1280,900", "--hide-scrollbars", "--lang=en-US"):
+            opts.add_argument(a)
+        self.d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+        self.viewport(1280, 900)
+
+    def close(self):
+        try:
+            self.d.quit()
+        finally:
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+    def viewport(self, w, h, mobile=False):
+        self.d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": w, "height": h, "deviceScaleFactor": 1, "mobile": mobile})
+        time.sleep(0.2)
+
+    def q(self, testid):
+        return self.d.find_element(By.CSS_SELECTOR, f'[data-testid="{testid}"]')
+
+    def qa(self, css):
+        return self.d.find_elements(By.CSS_SELECTOR, css)
+
+    def wait(self, pred, what, timeout=15):
+        try:
+            return WebDriverWait(self.d, timeout, poll_frequency=0.05).until(lambda d: pred())
+        except Exception:
+            raise Fail(f"timed out after {timeout}s waiting for {what}")
+
+    def state(self):
+        return self.d.find_element(By.ID, "app").get_attribute("data-state")
+
+    def shown_fen(self):
+        return key(self.q("fen-input").get_attribute("value"))
+
+    def wait_position(self, fen, states=("ready",), timeout=15):
+        self.wait(lambda: self.shown_fen() == key(fen) and self.state() in states,
+                  f"position {key(fen)} to be shown and probed (now {self.shown_fen()!r}, "
+                  f"state {self.state()!r})", timeout)
+
+    def value(self):
+        return self.q("value").text.strip()
+
+    def shot(self, name, full=False):
+        path = os.path.join(self.shots, name)
+        if full:
+            import base64
+            data = self.d.execute_cdp_cmd("Page.captureScreenshot", {
+                "format": "png", "captureBeyondViewport": True, "fromSurface": True})
+            with open(path, "wb") as f:
+                f.write(base64.b64decode(data["data"]))
+        else:
+            self.d.save_screenshot(path)
+        print(f"  screenshot {path}")
+
+    def piece(self, sq):
+        els = self.qa(f'[data-testid="piece-{sq}"]')
+        return els[0] if els else None
+
+    def enter_fen(self, fen):
+        box = self.q("fen-input")
+        box.click()
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(Keys.DELETE)
+        box.send_keys(fen)
+        box.send_keys(Keys.ENTER)
+
+    def rect(self, testid_or_css):
+        return self.d.execute_script(
+            "const e = document.querySelector(arguments[0]); const r = e.getBoundingClientRect();"
+            "return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width};",
+            testid_or_css)
+
+
+# ------------------------------------------------------------------ the test
+def run(base, shots, fen, missing_fen):
+    api = Api(base)
+    st, root = api.get("probe", fen)
+    check(st == 200, f"the API cannot probe the test position {fen!r}: {st} {root}")
+    check(cat(root) == "win" and root["moves"], f"the test position must be a win with moves, is {cat(root)}")
+
+    p = Page(base, shots)
+    try:
+        step = "load the page"
+        print("- " + step)
+        p.d.get(base)
+        p.wait(lambda: p.state() in ("ready", "error"), "the first probe")
+        check(p.qa('[data-testid^="piece-"]'), "no pieces on the board after loading")
+        check(len(p.qa('[data-testid^="pt-"]')) == 90, "the board does not have 90 click targets")
+
+        print("- enter a FEN with Enter")
+        p.enter_fen(fen)
+        p.wait_position(fen)
+        exp = expected_value(root)
+        check(p.value() == exp, f"value text is {p.value()!r}, expected {exp!r}")
+        exp_stm = "Red to move" if root["side_to_move"] == "red" else "Black to move"
+        check(p.q("stm").text.strip() == exp_stm, f"side to move shows {p.q('stm').text!r}")
+        check(p.q("error").get_attribute("hidden") is not None, "an error is shown for a good position")
+        check(f"fen={key(fen).split()[0]}" in p.d.current_url, f"URL has no fen: {p.d.current_url}")
+        moves = p.qa('[data-testid="move"]')
+        check(len(moves) == len(root["moves"]),
+              f"move list has {len(moves)} moves, the API {len(root['moves'])}")
+        check(moves[0].get_attribute("data-iccs") == root["moves"][0]["iccs"], "move list is not best first")
+        check(moves[0].get_attribute("data-result") == "win", "the best move is not shown as a win")
+        zh = moves[0].find_element(By.CSS_SELECTOR, ".zh").text
+        check(zh == root["moves"][0]["chinese"], f"Chinese notation {zh!r} != {root['moves'][0]['chinese']!r}")
+        results = {m.get_attribute("data-result") for m in moves}
+        print(f"  value {p.value()!r}; {len(moves)} moves, results {sorted(results)}")
+        p.shot("desktop-1-position.png")
+
+        print("- click a winning move on the board: piece, then point")
+        best = root["moves"][0]
+        fr, to = best["iccs"][:2], best["iccs"][2:]
+        letter = p.piece(fr).get_attribute("data-piece")
+        p.q(f"pt-{fr}").click()
+        p.wait(lambda: "selected" in (p.piece(fr).get_attribute("class") or ""), "the piece to be selected")
+        n_targets = len([m for m in root["moves"] if m["iccs"].startswith(fr)])
+        marks = p.qa("#board .target")
+        check(len(marks) == n_targets, f"{len(marks)} destination marks, {n_targets} legal destinations")
+        p.shot("desktop-2-selected.png")
+        p.q(f"pt-{to}").click()
+        st, after = api.get("probe", best_fen := apply(fen, best["iccs"]))
+        check(st == 200, f"the API cannot probe the position after {best['iccs']}: {st}")
+        p.wait_position(best_fen)
+        check(p.piece(fr) is None, f"a piece is still on {fr} after the move")
+        check(p.piece(to) is not None and p.piece(to).get_attribute("data-piece") == letter,
+              f"the moved piece {letter} is not on {to}")
+        check(len(p.qa("#board .corners.last")) == 2, "the last move is not highlighted")
+        exp = expected_value(after)
+        check(p.value() == exp, f"after the move the value is {p.value()!r}, expected {exp!r}")
+        check("Black" in p.q("stm").text if root["side_to_move"] == "red" else "Red" in p.q("stm").text,
+              "the side to move did not change")
+        check(f"fen={key(best_fen).split()[0]}" in p.d.current_url, "the URL did not follow the move")
+        print(f"  after {best['iccs']}: {p.value()!r}")
+        p.shot("desktop-3-after-move.png")
+
+        print("- play the main line to the end (Play button, on a timer)")
+        st, ml = api.get("mainline", best_fen)
+        check(st == 200 and ml["moves"], f"no main line from {best_fen}: {st}")
+        final = ml["moves"][-1]["fen"]
+        p.q("nav-play").click()
+        p.wait(lambda: "Pause" in p.q("nav-play").text, "the Play button to turn into Pause", 5)
+        p.wait_position(final, timeout=5 + 2 * len(ml["moves"]))
+        p.wait(lambda: "Pause" not in p.q("nav-play").text, "playing to stop at the end", 5)
+        st, last = api.get("probe", final)
+        exp = expected_value(last, ml.get("end"))
+        if exp:
+            check(p.value() == exp, f"at the end the value is {p.value()!r}, expected {exp!r}")
+        check(p.q("nav-forward").get_attribute("disabled") is not None, "forward is enabled at the end")
+        check(p.qa('[data-testid="line-end"]'), "the end of the main line is not labelled")
+        cur = p.qa('[data-testid="line-move"].current')
+        check(cur and cur[0].get_attribute("data-index") == str(1 + len(ml["moves"])),
+              "the last move of the line is not the current one")
+        print(f"  end after {ml['plies']} plies ({ml.get('end')}): {p.value()!r}")
+        p.shot("desktop-4-mainline-end.png")
+
+        print("- keys and buttons: ← Home End, start/back/forward")
+        body = p.d.find_element(By.TAG_NAME, "body")
+        body.send_keys(Keys.ARROW_LEFT)
+        p.wait_position(ml["moves"][-2]["fen"] if len(ml["moves"]) > 1 else best_fen)
+        body.send_keys(Keys.HOME)
+        p.wait_position(fen)
+        p.q("nav-forward").click()
+        p.wait_position(best_fen)
+        p.q("nav-end").click()
+        p.wait_position(final)
+        p.q("nav-start").click()
+        p.wait_position(fen)
+        p.q("nav-forward").click()
+        p.wait_position(best_fen)
+
+        print("- browser back / forward")
+        p.d.back()
+        p.wait_position(fen)
+        check(p.value() == expected_value(root), "back did not restore the value")
+        p.d.forward()
+        p.wait_position(best_fen)
+
+        print("- flip the board")
+        y_red_king = lambda: p.rect('[data-testid^="piece-"][data-piece="K"]')["top"]  # noqa: E731
+        y_black_king = lambda: p.rect('[data-testid^="piece-"][data-piece="k"]')["top"]  # noqa: E731
+        check(y_red_king() > y_black_king(), "Red is not at the bottom")
+        p.q("flip").click()
+        p.wait(lambda: y_red_king() < y_black_king(), "the board to flip")
+        p.shot("desktop-5-flipped.png")
+        p.q("flip").click()
+
+        print("- errors: a bad FEN and a position the server refuses")
+        p.enter_fen("9/9/9 w")
+        p.wait(lambda: p.q("error").is_displayed(), "an error for a malformed FEN")
+        check("rows" in p.q("error").text, f"bad-FEN message is {p.q('error').text!r}")
+        check(f"fen={key(best_fen).split()[0]}" in p.d.current_url and p.piece(to) is not None,
+              "a malformed FEN replaced the shown position")
+        st, body_ = api.get("probe", missing_fen)
+        if st != 200:
+            p.enter_fen(missing_fen)
+            p.wait_position(missing_fen, states=("error",))
+            text = p.q("error").text
+            check(body_.get("error", "") in text, f"error box {text!r} lacks the server message")
+            check(not p.qa('[data-testid="move"]'), "moves are listed for a position that failed")
+            print(f"  {st}: {text!r}")
+            p.shot("desktop-6-error.png")
+        else:
+            print(f"  (skipped: the server has {missing_fen})")
+
+        print("- layout: desktop puts the moves beside the board")
+        p.enter_fen(fen)
+        p.wait_position(fen)
+        b, m = p.rect('[data-testid="board"]'), p.rect(".moves-panel")
+        check(m["left"] >= b["right"] - 1, f"moves panel is not beside the board: {b} {m}")
+
+        print("- phone (390x844)")
+        p.viewport(390, 844, mobile=True)
+        p.d.refresh()
+        p.wait_position(fen)
+        width = p.d.execute_script("return document.documentElement.scrollWidth")
+        check(width <= 390, f"the page is {width}px wide on a 390px screen (horizontal scrolling)")
+        b, m = p.rect('[data-testid="board"]'), p.rect(".moves-panel")
+        check(b["width"] >= 360, f"the board is only {b['width']}px wide on a phone")
+        check(m["top"] >= b["bottom"], "the move list is not below the board on a phone")
+        p.q(f"pt-{fr}").click()
+        p.wait(lambda: len(p.qa("#board .target")) == n_targets, "destinations on the phone")
+        p.shot("phone-1-selected.png")
+        p.q(f"pt-{to}").click()
+        p.wait_position(best_fen)
+        p.shot("phone-2-after-move.png")
+        p.shot("phone-3-full.png", full=True)
+        p.q("nav-end").click()
+        p.wait_position(final)
+        p.shot("phone-4-end.png")
+        print("PASS: all checks of the web page passed")
+        return 0
+    except Fail as e:
+        print(f"FAIL: {e}")
+        try:
+            p.shot("failure.png")
+            logs = p.d.get_log("browser")
+            for entry in logs[-10:]:
+                print("  console:", entry.get("message"))
+        except Exception:
+            pass
+        return 1
+    finally:
+        p.close()
+
+
+def apply(fen, iccs):
+    """The position after a move (same rule as the page: move, capture, toggle the side)."""
+    board_s, side = key(fen).split()
+    board = {}
+    for i, row in enumerate(board_s.split("/")):
+        f = 0
+        for ch in row:
+            if ch.isdigit():
+                f += int(ch)
+            else:
+                board[(f, 9 - i)] = ch
+                f += 1
+    a, b = (ord(iccs[0]) - 97, int(iccs[1])), (ord(iccs[2]) - 97, int(iccs[3]))
+    board[b] = board.pop(a)
+    rows = []
+    for r in range(9, -1, -1):
+        row, e = "", 0
+        for f in range(9):
+            if (f, r) in board:
+                row += (str(e) if e else "") + board[(f, r)]
+                e = 0
+            else:
+                e += 1
+        rows.append(row + (str(e) if e else ""))
+    return "/".join(rows) + " " + ("b" if side == "w" else "w")
+
+
+def main():
+    ap = argparse.ArgumentParser(description="End-to-end test of the xqtb web page")
+    ap.add_argument("base_url")
+    ap.add_argument("screenshots")
+    ap.add_argument("--fen", default=DEFAULT_FEN, help="a won position the server has")
+    ap.add_argument("--missing-fen", default=MISSING_FEN, help="a position the server refuses")
+    a = ap.parse_args()
+    os.makedirs(a.screenshots, exist_ok=True)
+    for exe in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
+        if not os.path.exists(exe):
+            print(f"FAIL: {exe} is missing (apt-get install -y chromium chromium-driver)")
+            return 1
+    try:
+        return run(a.base_url if a.base_url.endswith("/") else a.base_url + "/", a.screenshots,
+                   a.fen, a.missing_fen)
+    except Fail as e:
+        print(f"FAIL: {e}")
+        return 1
+    except Exception as e:  # a crash is a failure too, with its reason
+        print(f"FAIL: {type(e).__name__}: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
