@@ -21,12 +21,12 @@
 use crate::CHUNK_SLOTS;
 use crate::capture::Captures;
 use crate::position::SlotPosition;
-use crate::rules::{Edge, Graph, Label, NodeId, Outcome, SLOTS, Target, traps};
+use crate::rules::{Edge, Label, Outcome, SLOTS, Target, traps};
 use crate::solve::{Progress, SolveError, Solver, is_unresolved};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
-use xiangqi::repetition::{MoveClass, classify};
+use xiangqi::repetition::{Classifier, MoveClass};
 use xiangqi::{Color, Move, MoveList, Square};
 use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, RuleValue, Value};
 
@@ -136,6 +136,7 @@ impl<'a> Phase<'a> {
         pos.board.pseudo_moves(&mut moves);
         let mut checks = true;
         let mut chased = !0u128;
+        let mut classifier: Option<Classifier> = None;
         for &m in moves.iter() {
             if !pos.board.is_empty(m.to()) {
                 match self.capture_value(pos, m)? {
@@ -150,12 +151,16 @@ impl<'a> Phase<'a> {
                 c if Value::decode(c).for_mover().is_loss() => continue,
                 _ => return Ok(false),
             }
-            match classify(&pos.board, m) {
-                MoveClass::Idle => return Ok(false),
-                MoveClass::Check => chased = 0,
-                MoveClass::Chase(sq) => {
-                    checks = false;
-                    chased &= sq.0;
+            let classes = classifier.get_or_insert_with(|| Classifier::new(&pos.board));
+            if classes.is_check(m) {
+                chased = 0;
+            } else {
+                match classes.class(m) {
+                    MoveClass::Chase(sq) => {
+                        checks = false;
+                        chased &= sq.0;
+                    }
+                    _ => return Ok(false),
                 }
             }
             if !checks && chased == 0 {
@@ -377,24 +382,33 @@ pub(crate) fn decide(
         });
     }
     if both_attack {
-        let mut candidates: Vec<Pos> = Vec::new();
+        // The positions forced to offend, kept from round to round: a position's moves only
+        // change status when a successor is decided, so each round looks again only at the
+        // predecessors of what the last round decided.
+        let mut forced: Vec<Pos> = Vec::new();
         for round in 1u16.. {
-            // Positions forced to offend: everywhere in the first round, later only where a
-            // successor was decided since.
-            let fresh = if round == 1 {
-                phase.all_forced()?
+            let t0 = std::time::Instant::now();
+            if round == 1 {
+                forced = phase.all_forced()?;
             } else {
-                let mut look_at = phase.predecessors(&last_round);
-                look_at.extend(candidates.iter().copied());
-                look_at.sort_unstable();
-                look_at.dedup();
-                phase.forced_positions(&look_at)?
-            };
-            candidates = fresh;
-            if candidates.is_empty() {
+                let look_at = phase.predecessors(&last_round);
+                let fresh = phase.forced_positions(&look_at)?;
+                forced.retain(|p| phase.code(*p) == UNDECIDED && look_at.binary_search(p).is_err());
+                forced.extend(fresh);
+                forced.sort_unstable();
+            }
+            if forced.is_empty() {
                 break;
             }
-            let terminals = trap_positions(&phase, &candidates)?;
+            let classified = t0.elapsed().as_secs_f64();
+            let terminals = trap_positions(&phase, &forced)?;
+            tracing::debug!(
+                round,
+                forced = forced.len(),
+                classified,
+                secs = t0.elapsed().as_secs_f64(),
+                "traps found"
+            );
             if terminals.is_empty() {
                 break;
             }
@@ -408,6 +422,7 @@ pub(crate) fn decide(
             total += (frontier.len() + decided.len()) as u64;
             last_round = frontier;
             last_round.extend(decided);
+            last_round.sort_unstable();
             progress(Progress::Rules {
                 round: round as u8,
                 decided: total,
@@ -514,11 +529,10 @@ fn slot_map(
             .mirror()
             .index() as u8
     };
-    let mut sorted_a = after.clone();
-    sorted_a.sort_unstable();
-    let mut sorted_d = decoded[..n].to_vec();
-    sorted_d.sort_unstable();
-    let mirrored = sorted_a != sorted_d;
+    // The stored placement is the board after the move or its mirror image: tell them apart by
+    // piece and square, not by squares alone (a mirror image can occupy the same squares).
+    let same = (0..n).all(|i| (0..n).any(|j| decoded[j] == after[i] && pieces[j] == pieces[i]));
+    let mirrored = !same;
     let mut map = [0u8; SLOTS];
     for (i, slot) in map.iter_mut().enumerate().take(n) {
         let want = if mirrored { mirror(after[i]) } else { after[i] };
@@ -532,98 +546,167 @@ fn slot_map(
     map
 }
 
-/// The positions among the game graph around `forced` that lose by rule in this round.
+/// The game graph around the forced positions, compactly: each node's moves that matter to the
+/// rules (for a forced position its moves into undecided positions, all offences; for the
+/// positions these lead to, their moves back into forced positions and one move standing for
+/// all others, which leave the graph to an undecided outcome).
+struct TableGame {
+    side: Vec<Color>,
+    start: Vec<u32>,
+    /// Packed moves: target node (bits 0-31, `ESCAPE` for "out of the graph"), class (bits
+    /// 32-33: 0 idle, 1 check, 2 chase), chased slots (bits 34-49), slot map (bits 50-63, index
+    /// into `maps` plus one, 0 for none).
+    moves: Vec<u64>,
+    maps: Vec<[u8; SLOTS]>,
+}
+
+const ESCAPE: u32 = u32::MAX;
+
+impl TableGame {
+    fn pack(to: u32, label: Label, map: u64) -> u64 {
+        let (kind, bits) = match label {
+            Label::Idle => (0u64, 0u64),
+            Label::Check => (1, 0),
+            Label::Chase(b) => (2, b as u64),
+        };
+        to as u64 | kind << 32 | bits << 34 | map << 50
+    }
+}
+
+impl crate::rules::Game for TableGame {
+    fn nodes(&self) -> usize {
+        self.side.len()
+    }
+    fn side(&self, n: usize) -> Color {
+        self.side[n]
+    }
+    fn degree(&self, n: usize) -> usize {
+        (self.start[n + 1] - self.start[n]) as usize
+    }
+    fn edge(&self, n: usize, i: usize) -> Edge {
+        let x = self.moves[self.start[n] as usize + i];
+        let to = x as u32;
+        let label = match (x >> 32) & 3 {
+            0 => Label::Idle,
+            1 => Label::Check,
+            _ => Label::Chase(((x >> 34) & 0xFFFF) as u16),
+        };
+        let map = (x >> 50) as usize;
+        Edge {
+            to: if to == ESCAPE {
+                Target::Outcome(Outcome::Draw)
+            } else {
+                Target::Node(to)
+            },
+            label,
+            slots: (map > 0).then(|| self.maps[map - 1]),
+        }
+    }
+}
+
+/// The positions among the game graph around `forced` (sorted) that lose by rule in this round.
 fn trap_positions(phase: &Phase, forced: &[Pos]) -> Result<Vec<(Pos, Rule)>, SolveError> {
     let solver = phase.solver;
     let index = solver.index;
+    let identical = {
+        let p = &solver.pieces;
+        (1..p.len()).any(|i| p[i] == p[i - 1])
+    };
     // Nodes: the forced positions and the undecided positions their moves lead to.
-    let mut nodes: Vec<Pos> = forced.to_vec();
-    let mut pos = SlotPosition::new(index, &solver.pieces);
-    let mut moves = MoveList::new();
-    for &(side, slot) in forced {
-        pos.load(slot, side);
-        moves.clear();
-        pos.board.pseudo_moves(&mut moves);
-        for &m in moves.iter() {
-            if pos.board.is_empty(m.to()) {
-                let q = (side.opponent(), pos.slot_after_move(m));
-                if phase.code(q) == UNDECIDED {
-                    nodes.push(q);
-                }
-            }
-        }
-    }
-    nodes.sort_unstable();
-    nodes.dedup();
-    let id: HashMap<Pos, NodeId> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, &p)| (p, i as NodeId))
-        .collect();
-    let edges: Vec<Vec<Edge>> = nodes
-        .par_chunks(64)
-        .map(|chunk| -> Result<Vec<Vec<Edge>>, SolveError> {
+    let succ: Vec<Pos> = forced
+        .par_chunks(1024)
+        .flat_map_iter(|chunk| {
             let mut pos = SlotPosition::new(index, &solver.pieces);
+            let mut moves = MoveList::new();
             let mut out = Vec::new();
             for &(side, slot) in chunk {
                 pos.load(slot, side);
-                let mut moves = MoveList::new();
+                moves.clear();
                 pos.board.pseudo_moves(&mut moves);
-                let mut edges = Vec::new();
-                let outcome = |v: Value| {
-                    Target::Outcome(if v.is_win() {
-                        Outcome::win_for(side)
-                    } else if v.is_loss() {
-                        Outcome::win_for(side.opponent())
-                    } else {
-                        Outcome::Draw
-                    })
-                };
+                for &m in moves.iter() {
+                    if pos.board.is_empty(m.to()) {
+                        let q = (side.opponent(), pos.slot_after_move(m));
+                        if phase.code(q) == UNDECIDED && forced.binary_search(&q).is_err() {
+                            out.push(q);
+                        }
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    let mut nodes: Vec<Pos> = forced.to_vec();
+    nodes.extend(succ);
+    nodes.par_sort_unstable();
+    nodes.dedup();
+    let node_of = |p: &Pos| nodes.binary_search(p).ok().map(|i| i as u32);
+    let is_forced = |p: &Pos| forced.binary_search(p).is_ok();
+    let maps = std::sync::Mutex::new(Vec::<[u8; SLOTS]>::new());
+    let lists: Vec<Vec<u64>> = nodes
+        .par_chunks(1024)
+        .map(|chunk| -> Result<Vec<Vec<u64>>, SolveError> {
+            let mut pos = SlotPosition::new(index, &solver.pieces);
+            let mut moves = MoveList::new();
+            let mut out = Vec::with_capacity(chunk.len());
+            for &(side, slot) in chunk {
+                pos.load(slot, side);
+                moves.clear();
+                pos.board.pseudo_moves(&mut moves);
+                let own_forced = is_forced(&(side, slot));
+                let mut list = Vec::new();
+                let mut classes = Classifier::new(&pos.board);
                 for &m in moves.iter() {
                     if !pos.board.is_empty(m.to()) {
-                        match phase.capture_value(&mut pos, m)? {
-                            Value::Illegal => {}
-                            v => edges.push(Edge::new(outcome(v), Label::Idle)),
-                        }
                         continue;
                     }
                     let q = (side.opponent(), pos.slot_after_move(m));
-                    match phase.code(q) {
-                        Value::ILLEGAL_CODE => continue,
-                        UNDECIDED => {}
-                        c => {
-                            edges.push(Edge::new(
-                                outcome(Value::decode(c).for_mover()),
-                                Label::Idle,
-                            ));
-                            continue;
-                        }
-                    }
-                    let Some(&node) = id.get(&q) else {
-                        edges.push(Edge::new(Target::Outcome(Outcome::Draw), Label::Idle));
+                    if phase.code(q) != UNDECIDED {
                         continue;
-                    };
-                    let map = slot_map(index, &solver.pieces, pos.squares(), m, q.1);
-                    let label = match classify(&pos.board, m) {
-                        MoveClass::Idle => Label::Idle,
-                        MoveClass::Check => Label::Check,
-                        MoveClass::Chase(sq) => {
-                            // Victims are on squares after the move; name them by the
-                            // successor's flat positions.
-                            let mut bits = 0u16;
-                            for s in sq.iter() {
-                                bits |= 1 << map[pos.flat_at(s)];
+                    }
+                    // A forced position keeps all its moves into undecided positions; the
+                    // others only their moves into forced positions.
+                    if !own_forced && !is_forced(&q) {
+                        continue;
+                    }
+                    let to = node_of(&q).expect("a node of the graph");
+                    let map_slots =
+                        identical.then(|| slot_map(index, &solver.pieces, pos.squares(), m, q.1));
+                    let label = if classes.is_check(m) {
+                        Label::Check
+                    } else {
+                        match classes.class(m) {
+                            MoveClass::Idle | MoveClass::Check => Label::Idle,
+                            MoveClass::Chase(sq) => {
+                                let mut bits = 0u16;
+                                for s in sq.iter() {
+                                    let flat = pos.flat_at(s) as u8;
+                                    let after = map_slots.map_or(flat, |m| m[flat as usize]);
+                                    bits |= 1 << after;
+                                }
+                                Label::Chase(bits)
                             }
-                            Label::Chase(bits)
                         }
                     };
-                    edges.push(Edge {
-                        to: Target::Node(node),
-                        label,
-                        slots: Some(map),
-                    });
+                    let map = match map_slots {
+                        Some(ms) if ms.iter().enumerate().any(|(i, &j)| i as u8 != j) => {
+                            let mut all = maps.lock().expect("slot maps");
+                            let k = match all.iter().position(|x| *x == ms) {
+                                Some(k) => k,
+                                None => {
+                                    all.push(ms);
+                                    all.len() - 1
+                                }
+                            };
+                            k as u64 + 1
+                        }
+                        _ => 0,
+                    };
+                    list.push(TableGame::pack(to, label, map));
                 }
-                out.push(edges);
+                if !own_forced {
+                    list.push(TableGame::pack(ESCAPE, Label::Idle, 0));
+                }
+                out.push(list);
             }
             Ok(out)
         })
@@ -631,11 +714,23 @@ fn trap_positions(phase: &Phase, forced: &[Pos]) -> Result<Vec<(Pos, Rule)>, Sol
         .into_iter()
         .flatten()
         .collect();
-    let graph = Graph {
+    let mut start = Vec::with_capacity(nodes.len() + 1);
+    start.push(0u32);
+    let mut packed = Vec::with_capacity(lists.iter().map(Vec::len).sum());
+    for l in lists {
+        packed.extend(l);
+        start.push(packed.len() as u32);
+    }
+    let game = TableGame {
         side: nodes.iter().map(|p| p.0).collect(),
-        edges,
+        start,
+        moves: packed,
+        maps: maps.into_inner().expect("slot maps"),
     };
-    let t = traps(&graph, &vec![None; graph.len()]);
+    tracing::debug!(nodes = nodes.len(), moves = game.moves.len(), "trap graph");
+    let te = std::time::Instant::now();
+    let t = traps(&game, &vec![None; nodes.len()]);
+    tracing::debug!(secs = te.elapsed().as_secs_f64(), "engine");
     let mut out: Vec<(Pos, Rule)> = t
         .check
         .iter()

@@ -58,7 +58,9 @@ pub fn verify_reporting(
         RuleSet::CyclesAreDraws => verify_values(table, deps, progress, None),
         RuleSet::Asian => {
             let found = std::sync::Mutex::new(RuleFindings::default());
+            let t0 = std::time::Instant::now();
             let counts = verify_values(table, deps, progress, Some(&found))?;
+            tracing::debug!(secs = t0.elapsed().as_secs_f64(), "local pass");
             crate::verify_rules::check(table, deps, found.into_inner().expect("findings"))?;
             Ok(counts)
         }

@@ -81,9 +81,25 @@ fn crossed(color: Color, s: Square) -> bool {
     }
 }
 
-/// Whether the piece on `m.from()` can play `m` on `board`, whoever is to move there: the move
-/// is pseudo-legal for it and leaves its king safe.
-fn can_play(board: &Board, m: Move) -> bool {
+/// Whether `side` has a legal capture on `target` on `board` (whose side to move is set to
+/// `side` for the test and restored).
+fn can_capture_on(board: &mut Board, side: Color, target: Square) -> bool {
+    let saved = board.side_to_move();
+    board.set_side_to_move(side);
+    let mut moves = MoveList::new();
+    board.pseudo_moves(&mut moves);
+    let in_check = board.in_check(side);
+    let found = moves
+        .iter()
+        .filter(|m| m.to() == target)
+        .any(|&m| board.is_legal_pseudo(m, in_check));
+    board.set_side_to_move(saved);
+    found
+}
+
+/// Whether the piece on `m.from()` can play the capture `m` legally on `board`, whoever is to
+/// move there (the side to move is set for the test and restored).
+fn can_play(board: &mut Board, m: Move) -> bool {
     let Some(piece) = board.piece_at(m.from()) else {
         return false;
     };
@@ -92,24 +108,13 @@ fn can_play(board: &Board, m: Move) -> bool {
     if !moves.contains(&m) {
         return false;
     }
-    let mut b = board.clone();
+    let saved = board.side_to_move();
     let mover = piece.color();
-    b.set_side_to_move(mover);
-    let in_check = b.in_check(mover);
-    b.is_legal_pseudo(m, in_check)
-}
-
-/// Whether `side` has a legal capture on `target` (`side` to move on `board`).
-fn can_capture_on(board: &Board, side: Color, target: Square) -> bool {
-    let mut b = board.clone();
-    b.set_side_to_move(side);
-    let mut moves = MoveList::new();
-    b.pseudo_moves(&mut moves);
-    let in_check = b.in_check(side);
-    moves
-        .iter()
-        .filter(|m| m.to() == target)
-        .any(|&m| b.is_legal_pseudo(m, in_check))
+    board.set_side_to_move(mover);
+    let in_check = board.in_check(mover);
+    let legal = board.is_legal_pseudo(m, in_check);
+    board.set_side_to_move(saved);
+    legal
 }
 
 /// The opponent pieces that `by` threatens to win on `board` (whoever is to move there): pieces
@@ -121,18 +126,35 @@ fn can_capture_on(board: &Board, side: Color, target: Square) -> bool {
 /// - any other piece is threatened when it is unprotected: after the capture its side has no
 ///   legal move that captures on its square.
 pub fn threatened(board: &Board, by: Color) -> Squares {
+    threatened_on(&mut board.clone(), by)
+}
+
+/// [`threatened`] on a board it may change in between (it is left as it was found).
+fn threatened_on(board: &mut Board, by: Color) -> Squares {
     let them = by.opponent();
     let mut out = 0u128;
     let mut moves = MoveList::new();
-    for (s, attacker) in board.pieces() {
-        if attacker.color() != by
-            || !matches!(
-                attacker.kind(),
-                PieceKind::Rook | PieceKind::Horse | PieceKind::Cannon
-            )
-        {
-            continue;
-        }
+    let attackers: Vec<Square> = board
+        .pieces()
+        .filter(|(_, p)| {
+            p.color() == by
+                && matches!(
+                    p.kind(),
+                    PieceKind::Rook | PieceKind::Horse | PieceKind::Cannon
+                )
+        })
+        .map(|(s, _)| s)
+        .collect();
+    // Nothing to threaten: no chaseable piece of the other side.
+    if !board.pieces().any(|(t, v)| {
+        v.color() == them
+            && v.kind() != PieceKind::King
+            && (v.kind() != PieceKind::Pawn || crossed(them, t))
+    }) {
+        return Squares(0);
+    }
+    for s in attackers {
+        let attacker = board.piece_at(s).expect("an attacker");
         moves.clear();
         board.piece_pseudo_moves(s, &mut moves);
         for &m in moves.iter() {
@@ -156,10 +178,13 @@ pub fn threatened(board: &Board, by: Color) -> Squares {
                 // The victim could take the attacker: an offer to exchange.
                 false
             } else {
-                let mut after = board.clone();
-                after.set_side_to_move(by);
-                after.make(m);
-                !can_capture_on(&after, them, t)
+                let saved = board.side_to_move();
+                board.set_side_to_move(by);
+                let captured = board.make(m);
+                let protected = can_capture_on(board, them, t);
+                board.unmake(m, captured);
+                board.set_side_to_move(saved);
+                !protected
             };
             if threat {
                 out |= 1u128 << t.index();
@@ -169,13 +194,64 @@ pub fn threatened(board: &Board, by: Color) -> Squares {
     Squares(out)
 }
 
+/// Classifies the moves of one position, computing what the mover threatens before any move
+/// once, on first need.
+pub struct Classifier {
+    before: Board,
+    threats_before: Option<u128>,
+    scratch: Board,
+}
+
+impl Classifier {
+    /// A classifier for the moves of `before` (its mover to move).
+    pub fn new(before: &Board) -> Classifier {
+        Classifier {
+            before: before.clone(),
+            threats_before: None,
+            scratch: before.clone(),
+        }
+    }
+
+    /// Whether the legal move `m` checks.
+    pub fn is_check(&mut self, m: Move) -> bool {
+        let mover = self.before.side_to_move();
+        let captured = self.scratch.make(m);
+        let check = self.scratch.in_check(mover.opponent());
+        self.scratch.unmake(m, captured);
+        check
+    }
+
+    /// What the legal non-capturing move `m` does.
+    pub fn class(&mut self, m: Move) -> MoveClass {
+        let mover = self.before.side_to_move();
+        let captured = self.scratch.make(m);
+        if self.scratch.in_check(mover.opponent()) {
+            self.scratch.unmake(m, captured);
+            return MoveClass::Check;
+        }
+        let after = threatened_on(&mut self.scratch, mover).0;
+        self.scratch.unmake(m, captured);
+        let before = match self.threats_before {
+            Some(b) => b,
+            None => {
+                let b = threatened_on(&mut self.scratch, mover).0;
+                self.threats_before = Some(b);
+                b
+            }
+        };
+        let new = after & !before;
+        if new == 0 {
+            MoveClass::Idle
+        } else {
+            MoveClass::Chase(Squares(new))
+        }
+    }
+}
+
 /// What the legal non-capturing move `m` does on `before` (its mover to move), for the
 /// repetition rules.
 pub fn classify(before: &Board, m: Move) -> MoveClass {
-    let mover = before.side_to_move();
-    let mut after = before.clone();
-    after.make(m);
-    classify_after(before, &after, mover)
+    Classifier::new(before).class(m)
 }
 
 /// [`classify`] given both positions: `after` is `before` after a non-capturing move of

@@ -20,8 +20,7 @@
 //!   infinitely often a move that does not chase `u` (so the winner is neither a perpetual
 //!   checker nor a perpetual chaser).
 
-use super::graph::{Edge, Graph, Label, NodeId, Outcome, SLOTS, Target};
-use std::collections::HashMap;
+use super::graph::{Edge, Game, Graph, Label, NodeId, Outcome, SLOTS, Target};
 use xiangqi::Color;
 
 /// What a round of [`traps`] decided: the offender's nodes, which lose by rule.
@@ -53,20 +52,35 @@ fn is_undecided(decided: &[Option<Outcome>], to: Target) -> Option<NodeId> {
 /// The slots that can hold a piece chased by `side`'s moves: the chase bits of its moves (which
 /// number pieces as after the move) closed under the slot maps in both directions, since a state
 /// pairs a node with the slot its followed piece has *there*.
-fn chased_slots(g: &Graph, side: Color) -> u16 {
+fn chased_slots<G: Game>(g: &G, side: Color) -> u16 {
     let mut bits = 0u16;
-    for (n, edges) in g.edges.iter().enumerate() {
-        if g.side[n] == side {
-            for e in edges {
+    for n in 0..g.nodes() {
+        if g.side(n) == side {
+            for e in g.edges(n) {
                 if let Label::Chase(b) = e.label {
                     bits |= b;
                 }
             }
         }
     }
+    let mut maps: Vec<[u8; SLOTS]> = Vec::new();
+    for n in 0..g.nodes() {
+        for e in g.edges(n) {
+            if let Some(m) = e.slots
+                && !maps.contains(&m)
+            {
+                maps.push(m);
+            }
+        }
+    }
     loop {
         let before = bits;
-        for e in g.edges.iter().flatten() {
+        for m in &maps {
+            let e = Edge {
+                to: Target::Outcome(Outcome::Draw),
+                label: Label::Idle,
+                slots: Some(*m),
+            };
             for i in 0..SLOTS as u8 {
                 let j = e.track(i);
                 if bits & (1 << j) != 0 {
@@ -83,248 +97,324 @@ fn chased_slots(g: &Graph, side: Color) -> u16 {
     }
 }
 
-/// Every undecided node whose offender moves allow it in a trap for `winner`, where `offence`
-/// says which offender moves stay in the trap (given the followed victim's slot before the
-/// move), with the victim's slot after each move.
-struct Product<'a> {
-    g: &'a Graph,
+/// The part of the graph one trap computation works on: the states are (node, followed victim
+/// slot), indexed `node * victims.len() + victim`; `preds` lists for each node the (node,
+/// edge) pairs leading to it.
+struct Arena<'a, G: Game> {
+    g: &'a G,
     decided: &'a [Option<Outcome>],
     winner: Color,
+    /// The slots of the followed victims; empty for perpetual check (one state per node).
+    victims: Vec<u8>,
+    preds: &'a Preds,
 }
 
-impl Product<'_> {
-    /// Whether an offender move is a loss for the offender (a win for the winner) without more.
-    fn wins(&self, e: &Edge) -> bool {
-        value_for(self.decided, e.to, self.winner) == Some(true)
-    }
+/// For each node, the (node, edge index) pairs of the moves leading to it, in one array.
+struct Preds {
+    start: Vec<u32>,
+    list: Vec<(NodeId, u32)>,
 }
 
-/// A state of the trap computation: a node and the slot of the followed victim (`NONE` when no
-/// victim is followed).
-type State = (NodeId, u8);
-
-const NONE: u8 = 0xFF;
-
-/// One Büchi-style greatest fixed point over `states`: keeps the states from which the winner
-/// can stay within the set for ever while, for each condition, making a move that satisfies it
-/// infinitely often. `offender_ok(e, slot)` says whether an offender move stays in the trap and
-/// gives the successor's slot; `conditions` are predicates on winner moves (with the followed
-/// offender-piece slot for the ones that follow a piece).
-fn greatest_trap(
-    p: &Product,
-    mut states: Vec<State>,
-    offender_ok: &dyn Fn(&Edge, u8) -> Option<u8>,
-    conditions: &[Condition],
-) -> Vec<State> {
-    loop {
-        let index: HashMap<State, usize> =
-            states.iter().enumerate().map(|(i, &s)| (s, i)).collect();
-        let in_y = |s: &State| index.contains_key(s);
-        let mut keep = vec![true; states.len()];
-        for cond in conditions {
-            // The attractor, within the current set, to a winner move satisfying `cond` that
-            // stays in the set. States are paired with the followed offender piece `u` when the
-            // condition follows one; every `u` must reach its good move.
-            let us: Vec<u8> = match cond {
-                Condition::NotCheck => vec![NONE],
-                Condition::NotChasing(slots) => {
-                    (0..SLOTS as u8).filter(|u| slots & (1 << u) != 0).collect()
-                }
-            };
-            for &u0 in &us {
-                let z = attractor(p, &states, &in_y, offender_ok, cond, u0);
-                for (i, ok) in z.iter().enumerate() {
-                    keep[i] &= *ok;
+impl Preds {
+    fn of<G: Game>(g: &G) -> Preds {
+        let n = g.nodes();
+        let mut count = vec![0u32; n + 1];
+        for p in 0..n {
+            for e in g.edges(p) {
+                if let Target::Node(q) = e.to {
+                    count[q as usize + 1] += 1;
                 }
             }
         }
-        if keep.iter().all(|k| *k) {
-            return states;
+        for i in 0..n {
+            count[i + 1] += count[i];
         }
-        states = states
-            .into_iter()
-            .zip(keep)
-            .filter_map(|(s, k)| k.then_some(s))
-            .collect();
-        if states.is_empty() {
-            return states;
+        let mut fill = count.clone();
+        let mut list = vec![(0, 0); count[n] as usize];
+        for p in 0..n {
+            for (i, e) in g.edges(p).enumerate() {
+                if let Target::Node(q) = e.to {
+                    list[fill[q as usize] as usize] = (p as NodeId, i as u32);
+                    fill[q as usize] += 1;
+                }
+            }
         }
+        Preds { start: count, list }
     }
+
+    fn of_node(&self, q: usize) -> &[(NodeId, u32)] {
+        &self.list[self.start[q] as usize..self.start[q + 1] as usize]
+    }
+}
+
+/// What an offender move must be to stay in the trap.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Offence {
+    Check,
+    Chase,
 }
 
 /// A condition the winner's moves must meet infinitely often.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Condition {
     /// A move that is not a check.
     NotCheck,
-    /// For each followed offender piece among these slots, a move that does not chase it.
-    NotChasing(u16),
+    /// A move that does not chase the followed offender piece.
+    NotChasing,
 }
 
-/// Which of `states` can force a winner move satisfying `cond` (for the offender piece followed
-/// from slot `u0` at each state) into the set `in_y`, staying in the set meanwhile. Returns one
-/// flag per state.
-fn attractor(
-    p: &Product,
-    states: &[State],
-    in_y: &dyn Fn(&State) -> bool,
-    offender_ok: &dyn Fn(&Edge, u8) -> Option<u8>,
-    cond: &Condition,
-    u0: u8,
-) -> Vec<bool> {
-    let g = p.g;
-    // Extended states: (node, victim slot, followed piece slot).
-    let mut z: HashMap<(NodeId, u8, u8), bool> = HashMap::new();
-    let start: Vec<(NodeId, u8, u8)> = states.iter().map(|&(n, v)| (n, v, u0)).collect();
-    // Explore the extended states reachable within the set.
-    let mut all = Vec::new();
-    let mut seen: HashMap<(NodeId, u8, u8), usize> = HashMap::new();
-    let mut stack = start.clone();
-    while let Some(x) = stack.pop() {
-        if seen.contains_key(&x) {
-            continue;
+impl<G: Game> Arena<'_, G> {
+    fn nv(&self) -> usize {
+        self.victims.len().max(1)
+    }
+
+    fn wins(&self, e: &Edge) -> bool {
+        value_for(self.decided, e.to, self.winner) == Some(true)
+    }
+
+    /// The victim index after edge `e` of the victim with index `vi` before it.
+    fn follow(&self, e: &Edge, vi: usize) -> Option<usize> {
+        if self.victims.is_empty() {
+            return Some(vi);
         }
-        seen.insert(x, all.len());
-        all.push(x);
-        let (n, v, u) = x;
-        for e in &g.edges[n as usize] {
-            let Target::Node(q) = e.to else { continue };
-            let v2 = if v == NONE { NONE } else { e.track(v) };
-            let u2 = if u == NONE { NONE } else { e.track(u) };
-            if in_y(&(q, v2)) {
-                stack.push((q, v2, u2));
+        let after = e.track(self.victims[vi]);
+        self.victims.iter().position(|&v| v == after)
+    }
+
+    /// The state an edge leads to from victim index `vi`, if it leads to an undecided node.
+    fn next(&self, e: &Edge, vi: usize) -> Option<usize> {
+        let q = is_undecided(self.decided, e.to)?;
+        Some(q as usize * self.nv() + self.follow(e, vi)?)
+    }
+
+    /// Whether an offender move stays in the trap for the victim with index `vi`.
+    fn offends(&self, e: &Edge, vi: usize, offence: Offence) -> bool {
+        match offence {
+            Offence::Check => e.label == Label::Check,
+            Offence::Chase => {
+                matches!(e.label, Label::Chase(b) if b & (1 << e.track(self.victims[vi])) != 0)
             }
         }
     }
-    let mut win = vec![false; all.len()];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for (i, &(n, v, u)) in all.iter().enumerate() {
-            if win[i] {
+
+    /// The greatest trap within `y` (states): repeatedly, only states from which the winner can
+    /// force, for every condition (and every followed offender piece among `pieces`), a move
+    /// meeting it, staying in the set.
+    fn greatest(
+        &self,
+        mut y: Vec<bool>,
+        offence: Offence,
+        conditions: &[Condition],
+        pieces: &[u8],
+    ) -> Vec<bool> {
+        loop {
+            let mut keep = y.clone();
+            for &cond in conditions {
+                let us: Vec<Option<u8>> = match cond {
+                    Condition::NotCheck => vec![None],
+                    Condition::NotChasing => pieces.iter().map(|&u| Some(u)).collect(),
+                };
+                for u in us {
+                    let z = self.attractor(&y, offence, cond, u, pieces);
+                    for (k, z) in keep.iter_mut().zip(z) {
+                        *k &= z;
+                    }
+                }
+            }
+            if keep == y {
+                return y;
+            }
+            y = keep;
+        }
+    }
+
+    /// The states of `y` from which the winner can force a move meeting `cond` into `y` while
+    /// staying in `y`. With a followed offender piece `u` (its slot at each state), the states
+    /// are extended with that slot; a base state is kept when its extension with `u` as given
+    /// is won.
+    fn attractor(
+        &self,
+        y: &[bool],
+        offence: Offence,
+        cond: Condition,
+        u: Option<u8>,
+        pieces: &[u8],
+    ) -> Vec<bool> {
+        let g = self.g;
+        let nv = self.nv();
+        // Extended states: base state and the followed piece's current slot, as an index into
+        // `pieces` (the slots the winner's chases can concern, closed under the slot maps).
+        let nu = if u.is_some() { pieces.len() } else { 1 };
+        let ext = |s: usize, ui: usize| s * nu + ui;
+        let slot_of = |ui: usize| pieces[ui];
+        let index_of = |slot: u8| pieces.iter().position(|&p| p == slot);
+        let mut won = vec![false; y.len() * nu];
+        let mut work: Vec<usize> = Vec::new();
+        let good = |e: &Edge, ui: usize| match cond {
+            Condition::NotCheck => e.label != Label::Check,
+            Condition::NotChasing => {
+                !matches!(e.label, Label::Chase(b) if b & (1 << e.track(slot_of(ui))) != 0)
+            }
+        };
+        let in_y = |s: usize| y[s];
+        // A winner state is won at once when it has a good move into y.
+        for s in 0..y.len() {
+            if !y[s] {
                 continue;
             }
-            let edges = &g.edges[n as usize];
-            let succ = |e: &Edge, v2: u8| -> Option<usize> {
-                let Target::Node(q) = e.to else { return None };
-                let u2 = if u == NONE { NONE } else { e.track(u) };
-                seen.get(&(q, v2, u2)).copied()
-            };
-            let ok = if g.side[n as usize] == p.winner {
-                edges.iter().any(|e| {
-                    let v2 = if v == NONE { NONE } else { e.track(v) };
-                    let Target::Node(q) = e.to else { return false };
-                    if !in_y(&(q, v2)) {
-                        return false;
-                    }
-                    let good = match cond {
-                        Condition::NotCheck => e.label != Label::Check,
-                        Condition::NotChasing(_) => {
-                            !matches!(e.label, Label::Chase(b) if b & (1 << e.track(u)) != 0)
-                        }
-                    };
-                    good || succ(e, v2).is_some_and(|j| win[j])
-                })
-            } else {
-                !edges.is_empty()
-                    && edges.iter().all(|e| {
-                        if p.wins(e) {
-                            return true;
-                        }
-                        match offender_ok(e, v) {
-                            Some(v2) => succ(e, v2).is_some_and(|j| win[j]),
-                            None => false,
-                        }
-                    })
-            };
-            if ok {
-                win[i] = true;
-                changed = true;
+            let (n, vi) = (s / nv, s % nv);
+            if g.side(n) != self.winner {
+                continue;
+            }
+            for ui in 0..nu {
+                let ok = g
+                    .edges(n)
+                    .any(|e| good(&e, ui) && self.next(&e, vi).is_some_and(in_y));
+                if ok {
+                    won[ext(s, ui)] = true;
+                    work.push(ext(s, ui));
+                }
             }
         }
+        // Backwards: predecessors of won states may be won now.
+        while let Some(x) = work.pop() {
+            let (s, uq) = (x / nu, x % nu);
+            let (q, vq) = (s / nv, s % nv);
+            for &(p, ei) in self.preds.of_node(q) {
+                let e = &g.edge(p as usize, ei as usize);
+                for vp in 0..nv {
+                    if self.follow(e, vp) != Some(vq) {
+                        continue;
+                    }
+                    let sp = p as usize * nv + vp;
+                    if !y[sp] {
+                        continue;
+                    }
+                    for up in 0..nu {
+                        if nu > 1 && index_of(e.track(slot_of(up))) != Some(uq) {
+                            continue;
+                        }
+                        let xp = ext(sp, up);
+                        if won[xp] {
+                            continue;
+                        }
+                        let node = p as usize;
+                        let ok = if g.side(node) == self.winner {
+                            true
+                        } else {
+                            g.degree(node) > 0
+                                && g.edges(node).all(|e| {
+                                    if self.wins(&e) {
+                                        return true;
+                                    }
+                                    if !self.offends(&e, vp, offence) {
+                                        return false;
+                                    }
+                                    let Some(sn) = self.next(&e, vp) else {
+                                        return false;
+                                    };
+                                    let un = if nu == 1 {
+                                        Some(0)
+                                    } else {
+                                        index_of(e.track(slot_of(up)))
+                                    };
+                                    y[sn] && un.is_some_and(|un| won[ext(sn, un)])
+                                })
+                        };
+                        if ok {
+                            won[xp] = true;
+                            work.push(xp);
+                        }
+                    }
+                }
+            }
+        }
+        (0..y.len())
+            .map(|s| {
+                y[s] && match u {
+                    None => won[ext(s, 0)],
+                    Some(u) => index_of(u).is_some_and(|ui| won[ext(s, ui)]),
+                }
+            })
+            .collect()
     }
-    for (i, x) in all.iter().enumerate() {
-        z.insert(*x, win[i]);
-    }
-    start.iter().map(|x| z[x]).collect()
 }
 
 /// The offender nodes that lose by rule in this round: the traps of both winners against the
 /// positions `decided` so far (`None`: undecided).
-pub fn traps(g: &Graph, decided: &[Option<Outcome>]) -> Traps {
+pub fn traps<G: Game>(g: &G, decided: &[Option<Outcome>]) -> Traps {
+    let preds = Preds::of(g);
     let mut out = Traps::default();
-    let mut check_nodes = vec![false; g.len()];
+    let len = g.nodes();
+    let mut check_nodes = vec![false; len];
     for winner in Color::ALL {
         let offender = winner.opponent();
-        let p = Product { g, decided, winner };
-        let undecided = |n: usize| decided[n].is_none();
         // Perpetual check: offender nodes whose every move wins for the winner or is a check
-        // into an undecided node.
-        let check_ok = |e: &Edge, _v: u8| -> Option<u8> {
-            (e.label == Label::Check && is_undecided(decided, e.to).is_some()).then_some(NONE)
+        // into an undecided node; every undecided winner node.
+        let a = Arena {
+            g,
+            decided,
+            winner,
+            victims: Vec::new(),
+            preds: &preds,
         };
-        let mut states: Vec<State> = Vec::new();
-        for n in 0..g.len() {
-            if !undecided(n) {
-                continue;
-            }
-            let candidate = g.side[n] == winner
-                || (!g.edges[n].is_empty()
-                    && g.edges[n]
-                        .iter()
-                        .all(|e| p.wins(e) || check_ok(e, NONE).is_some()));
-            if candidate {
-                states.push((n as NodeId, NONE));
-            }
-        }
-        let t = greatest_trap(&p, states, &check_ok, &[Condition::NotCheck]);
-        for &(n, _) in &t {
-            if g.side[n as usize] == offender {
-                check_nodes[n as usize] = true;
-                out.check.push(n);
+        let y: Vec<bool> = (0..len)
+            .map(|n| {
+                decided[n].is_none()
+                    && (g.side(n) == winner
+                        || (g.degree(n) > 0
+                            && g.edges(n).all(|e| {
+                                a.wins(&e) || (e.label == Label::Check && a.next(&e, 0).is_some())
+                            })))
+            })
+            .collect();
+        let t = a.greatest(y, Offence::Check, &[Condition::NotCheck], &[]);
+        for n in 0..len {
+            if t[n] && g.side(n) == offender {
+                check_nodes[n] = true;
+                out.check.push(n as NodeId);
             }
         }
         // Perpetual chase of a followed victim of the winner.
-        let victims = chased_slots(g, offender);
-        let chasers = chased_slots(g, winner);
-        let chase_ok = |e: &Edge, v: u8| -> Option<u8> {
-            match e.label {
-                Label::Chase(b) if b & (1 << e.track(v)) != 0 => {
-                    is_undecided(decided, e.to).map(|_| e.track(v))
-                }
-                _ => None,
-            }
+        let slots =
+            |bits: u16| -> Vec<u8> { (0..SLOTS as u8).filter(|v| bits & (1 << v) != 0).collect() };
+        let victims = slots(chased_slots(g, offender));
+        if victims.is_empty() {
+            continue;
+        }
+        let pieces = slots(chased_slots(g, winner));
+        let a = Arena {
+            g,
+            decided,
+            winner,
+            victims,
+            preds: &preds,
         };
-        let mut states: Vec<State> = Vec::new();
-        for v in (0..SLOTS as u8).filter(|v| victims & (1 << v) != 0) {
-            for n in 0..g.len() {
-                if !undecided(n) {
-                    continue;
-                }
-                let candidate = g.side[n] == winner
-                    || (!g.edges[n].is_empty()
-                        && g.edges[n]
-                            .iter()
-                            .all(|e| p.wins(e) || chase_ok(e, v).is_some()));
-                if candidate {
-                    states.push((n as NodeId, v));
-                }
+        let nv = a.nv();
+        let y: Vec<bool> = (0..len * nv)
+            .map(|s| {
+                let (n, vi) = (s / nv, s % nv);
+                decided[n].is_none()
+                    && (g.side(n) == winner
+                        || (g.degree(n) > 0
+                            && g.edges(n).all(|e| {
+                                a.wins(&e)
+                                    || (a.offends(&e, vi, Offence::Chase)
+                                        && a.next(&e, vi).is_some())
+                            })))
+            })
+            .collect();
+        let t = a.greatest(
+            y,
+            Offence::Chase,
+            &[Condition::NotCheck, Condition::NotChasing],
+            &pieces,
+        );
+        for n in 0..len {
+            if g.side(n) == offender && !check_nodes[n] && (0..nv).any(|vi| t[n * nv + vi]) {
+                out.chase.push(n as NodeId);
             }
         }
-        let t = greatest_trap(
-            &p,
-            states,
-            &chase_ok,
-            &[Condition::NotCheck, Condition::NotChasing(chasers)],
-        );
-        let mut chased: Vec<NodeId> = t
-            .iter()
-            .filter(|&&(n, _)| g.side[n as usize] == offender && !check_nodes[n as usize])
-            .map(|&(n, _)| n)
-            .collect();
-        chased.sort_unstable();
-        chased.dedup();
-        out.chase.extend(chased);
     }
     out.check.sort_unstable();
     out.chase.sort_unstable();

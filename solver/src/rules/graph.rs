@@ -109,6 +109,23 @@ impl Edge {
     }
 }
 
+/// Read access to a game graph: the engine works on any representation (the explicit
+/// [`Graph`], or the table solver's compact one).
+pub trait Game: Sync {
+    /// Number of nodes.
+    fn nodes(&self) -> usize;
+    /// The side to move at node `n`.
+    fn side(&self, n: usize) -> Color;
+    /// Number of moves of node `n`.
+    fn degree(&self, n: usize) -> usize;
+    /// Move `i` of node `n`.
+    fn edge(&self, n: usize, i: usize) -> Edge;
+    /// The moves of node `n`.
+    fn edges(&self, n: usize) -> impl Iterator<Item = Edge> + '_ {
+        (0..self.degree(n)).map(move |i| self.edge(n, i))
+    }
+}
+
 /// A game graph.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Graph {
@@ -139,5 +156,20 @@ impl Graph {
     /// Whether the graph has no node.
     pub fn is_empty(&self) -> bool {
         self.side.is_empty()
+    }
+}
+
+impl Game for Graph {
+    fn nodes(&self) -> usize {
+        self.len()
+    }
+    fn side(&self, n: usize) -> Color {
+        self.side[n]
+    }
+    fn degree(&self, n: usize) -> usize {
+        self.edges[n].len()
+    }
+    fn edge(&self, n: usize, i: usize) -> Edge {
+        self.edges[n][i]
     }
 }

@@ -5,4 +5,4 @@ mod engine;
 mod graph;
 
 pub use engine::{Traps, solve_graph, traps};
-pub use graph::{Edge, Graph, Label, NodeId, Outcome, SLOTS, Target};
+pub use graph::{Edge, Game, Graph, Label, NodeId, Outcome, SLOTS, Target};
