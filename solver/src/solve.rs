@@ -101,6 +101,13 @@ pub(crate) fn is_unresolved(c: u16) -> bool {
     c != ILLEGAL && c >= UNRESOLVED
 }
 
+/// Whether an unresolved state records a capture that does not lose (it draws, or leads to a
+/// rule-decided position of another table).
+#[inline]
+pub(crate) fn capture_holds(c: u16) -> bool {
+    is_unresolved(c) && c & KIND_MASK == KIND_CANNOT_LOSE
+}
+
 /// Solves table `id`, reading the tables its captures lead into (under the same rule set) from
 /// `deps`.
 pub fn solve(
@@ -181,12 +188,12 @@ pub(crate) struct Solver<'a> {
     pub(crate) state: [Vec<AtomicU16>; 2],
     resolved: AtomicU64,
     /// Blocks per side.
-    chunks: u64,
+    pub(crate) chunks: u64,
     /// Per chunk (Red's chunks, then Black's) and level parity: an entry was resolved there at
     /// the last level of that parity. Lets a level visit only the chunks with work.
-    fresh: [Vec<AtomicBool>; 2],
+    pub(crate) fresh: [Vec<AtomicBool>; 2],
     /// Per chunk: a candidate was marked there in this loss level.
-    marked: Vec<AtomicBool>,
+    pub(crate) marked: Vec<AtomicBool>,
     /// Per chunk: the smallest capture distance still pending there (a level to visit it at).
     pending: Vec<AtomicU16>,
 }
@@ -215,13 +222,13 @@ impl<'a> Solver<'a> {
     }
 
     #[inline]
-    fn chunk_of(&self, side: Color, slot: usize) -> usize {
+    pub(crate) fn chunk_of(&self, side: Color, slot: usize) -> usize {
         side.index() * self.chunks as usize + slot / CHUNK_SLOTS as usize
     }
 
     /// Records that (`side`, `slot`) was resolved at `level`.
     #[inline]
-    fn note_resolved(&self, side: Color, slot: usize, level: u16) {
+    pub(crate) fn note_resolved(&self, side: Color, slot: usize, level: u16) {
         self.fresh[level as usize % 2][self.chunk_of(side, slot)].store(true, Relaxed);
     }
 
@@ -501,7 +508,7 @@ impl<'a> Solver<'a> {
         let rule_phase = self.rules != RuleSet::CyclesAreDraws;
         let undecided = move |c: u16| {
             if rule_phase {
-                c == crate::asian::UNDECIDED
+                crate::asian::is_undecided(c)
             } else {
                 is_unresolved(c)
             }

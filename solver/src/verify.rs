@@ -57,7 +57,7 @@ pub fn verify_reporting(
     match table.rules() {
         RuleSet::CyclesAreDraws => verify_values(table, deps, progress, None),
         RuleSet::Asian => {
-            let found = std::sync::Mutex::new(RuleFindings::default());
+            let found = std::sync::Mutex::new(Vec::new());
             let t0 = std::time::Instant::now();
             let counts = verify_values(table, deps, progress, Some(&found))?;
             tracing::debug!(secs = t0.elapsed().as_secs_f64(), "local pass");
@@ -67,22 +67,13 @@ pub fn verify_reporting(
     }
 }
 
-/// What the local pass hands to the rule checks ([`crate::verify_rules`]): the positions stored
-/// as lost by rule 0 plies away (their successors do not give their value: the rule does), and
-/// the drawn positions whose side to move can only offend or lose.
-#[derive(Default)]
-pub(crate) struct RuleFindings {
-    /// (side, slot, stored value) of every rule terminal.
-    pub terminals: Vec<(Color, u64, Value)>,
-    /// (side, slot) of every drawn position whose side to move is forced to offend.
-    pub forced_draws: Vec<(Color, u64)>,
-}
-
 fn verify_values(
     table: &Table,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
-    rules: Option<&std::sync::Mutex<RuleFindings>>,
+    // Under the Asian rules: gathers the drawn entries (side-major) whose side to move is forced
+    // to offend, for the rule checks ([`crate::verify_rules`]).
+    rules: Option<&std::sync::Mutex<Vec<u64>>>,
 ) -> Result<TableCounts, Box<VerifyError>> {
     let both_attack = rules.is_some()
         && Color::ALL.iter().all(|&c| {
@@ -103,7 +94,7 @@ fn verify_values(
             let mut counts = TableCounts::default();
             let pieces = table.index().piece_list();
             let mut pos = SlotPosition::new(table.index(), &pieces);
-            let mut found = RuleFindings::default();
+            let mut found = Vec::new();
             let mut local = Local {
                 counts: &mut counts,
                 found: rules.is_some().then_some(&mut found),
@@ -118,9 +109,7 @@ fn verify_values(
                 }
             }
             if let Some(all) = rules {
-                let mut all = all.lock().expect("findings");
-                all.terminals.extend(found.terminals);
-                all.forced_draws.extend(found.forced_draws);
+                all.lock().expect("findings").extend(found);
             }
             let n = 2 * (end - start);
             progress(Progress::Verify {
@@ -135,8 +124,8 @@ fn verify_values(
 /// What one chunk of the local pass gathers.
 struct Local<'a> {
     counts: &'a mut TableCounts,
-    /// Under the Asian rules: the rule terminals and forced draws seen.
-    found: Option<&'a mut RuleFindings>,
+    /// Under the Asian rules: the forced draws seen (entries, side-major).
+    found: Option<&'a mut Vec<u64>>,
     /// Both sides have a piece that can check or chase (else no side can be forced to offend).
     both_attack: bool,
 }
@@ -208,7 +197,6 @@ fn verify_slot(
         if let Value::RuleLoss(r) = stored
             && r.plies == 0
         {
-            found.terminals.push((side, slot, stored));
             local.counts.add(side, slot, stored);
             return Ok(());
         }
@@ -221,7 +209,7 @@ fn verify_slot(
                     Some(v.as_exit().for_mover())
                 });
             if forced {
-                found.forced_draws.push((side, slot));
+                found.push(side.index() as u64 * table.index().size() + slot);
             }
         }
     }

@@ -19,10 +19,14 @@
 //! Together with the local pass (decided values are well-founded: rule values count plies down
 //! to terminals of the same round, terminals rest on earlier rounds), every stored value is then
 //! the value of the game defined in `docs/repetition-rules.md`.
+//!
+//! These checks run after the local pass has accepted every entry, so the table's illegal marks
+//! can be trusted to tell illegal moves.
 
 use crate::VerifyError;
-use crate::verify::RuleFindings;
+use crate::position::SlotPosition;
 use rayon::prelude::*;
+use std::sync::Mutex;
 use xiangqi::repetition::{Classifier, MoveClass};
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
 use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, Table, Value};
@@ -86,30 +90,59 @@ struct Arc {
     class: u8,
     /// The chased pieces, by flat position in the source's stored placement.
     chased: u16,
-    /// For each flat position of the source's placement, the piece's flat position in the
-    /// target's (pieces followed by their squares, through a mirror image if the target is
-    /// stored mirrored).
-    follow: [u8; MAX_PIECES],
+    /// Where each piece goes: 0 when every flat position stays (pieces that are all different),
+    /// else one plus an index into [`Net::follows`].
+    follow: u16,
 }
 
-/// The positions a check works on, with their moves inside the set. Moves out of the set only
-/// matter to the offender: one that does not lose for it is an escape.
+/// The positions a check works on (entries numbered side-major: Red's slots, then Black's),
+/// with their moves inside the set. Moves out of the set only matter to the offender: one that
+/// does not lose for it is an escape.
 struct Net {
-    keys: Vec<(Color, u64)>,
+    size: u64,
+    keys: Vec<u64>,
     start: Vec<u32>,
     arcs: Vec<Arc>,
     /// Whether the side to move has a move out of the set that does not lose for it.
     escapes: Vec<bool>,
+    /// For each flat position of the source's placement, the piece's flat position in the
+    /// target's (followed by its square, through a mirror image if the target is stored
+    /// mirrored).
+    follows: Vec<[u8; MAX_PIECES]>,
     pieces: Vec<xiangqi::Piece>,
 }
 
+fn entry(size: u64, side: Color, slot: u64) -> u64 {
+    side.index() as u64 * size + slot
+}
+
+fn split(size: u64, e: u64) -> (Color, u64) {
+    if e < size {
+        (Color::Red, e)
+    } else {
+        (Color::Black, e - size)
+    }
+}
+
 impl Net {
-    fn node(&self, k: &(Color, u64)) -> Option<u32> {
-        self.keys.binary_search(k).ok().map(|i| i as u32)
+    fn node(&self, side: Color, slot: u64) -> Option<usize> {
+        self.keys.binary_search(&entry(self.size, side, slot)).ok()
+    }
+
+    fn side(&self, n: usize) -> Color {
+        split(self.size, self.keys[n]).0
     }
 
     fn arcs(&self, n: usize) -> &[Arc] {
         &self.arcs[self.start[n] as usize..self.start[n + 1] as usize]
+    }
+
+    /// The flat position after arc `a` of the piece at flat position `i` before it.
+    fn follow(&self, a: &Arc, i: usize) -> usize {
+        match a.follow {
+            0 => i,
+            f => self.follows[f as usize - 1][i] as usize,
+        }
     }
 }
 
@@ -139,83 +172,64 @@ fn follow(pieces: &[xiangqi::Piece], src: &[u8], dst: &[u8], m: Move) -> [u8; MA
     out
 }
 
-/// Builds the graph over `keys` (sorted): for each node its quiet moves into another node,
-/// with their classes, and whether it has a move out of the set that does not lose for its
-/// mover. `won` says whether a position out of the set is won for its side to move, so that
-/// the move into it loses for the mover.
+/// Builds the graph over `keys` (sorted entries): for each node its quiet moves into another
+/// node, with their classes, and whether it has a move out of the set that does not lose for
+/// its mover. `won` says whether a position out of the set is won for its side to move, so
+/// that the move into it loses for the mover.
 fn build(
     table: &Table,
     deps: &dyn Probe,
-    keys: Vec<(Color, u64)>,
+    keys: Vec<u64>,
     won: &(dyn Fn(Value) -> bool + Sync),
 ) -> Result<Net, Box<VerifyError>> {
     let index = table.index();
+    let size = index.size();
     let pieces = index.piece_list();
-    let at = |k: &(Color, u64)| keys.binary_search(k).ok();
-    let node_arcs =
-        |side: Color, slot: u64, out: &mut Vec<Arc>| -> Result<bool, Box<VerifyError>> {
-            let mut src = [0u8; MAX_PIECES];
-            index.decode(slot, &mut src);
-            let board = index.board_of(&src, side).expect("a legal slot");
-            let mut moves = MoveList::new();
-            board.legal_moves_into(&mut moves);
-            let mut classes = Classifier::new(&board);
-            let mut escapes = false;
-            for &m in moves.iter() {
-                let mut after = board.clone();
-                let captured = after.make(m);
-                let value = if captured.is_some() {
-                    match deps.probe(table.rules(), &after) {
-                        Ok(v) => v.as_exit(),
-                        Err(ProbeError::Illegal(_)) => continue,
-                        Err(e) => return Err(fail(table, side, slot, &board, e.to_string())),
-                    }
-                } else {
-                    let q = index
-                        .slot_of(&after, false)
-                        .map_err(|e| fail(table, side, slot, &board, e.to_string()))?;
-                    if let Some(n) = at(&(side.opponent(), q)) {
-                        let (class, chased) = match classes.class(m) {
-                            MoveClass::Idle => (0, 0),
-                            MoveClass::Check => (1, 0),
-                            MoveClass::Chase(sq) => {
-                                let mut bits = 0u16;
-                                for s in sq.iter() {
-                                    let i = (0..pieces.len())
-                                        .find(|&i| src[i] == s.index() as u8)
-                                        .expect("a chased piece");
-                                    bits |= 1 << i;
-                                }
-                                (2, bits)
-                            }
-                        };
-                        let mut dst = [0u8; MAX_PIECES];
-                        index.decode(q, &mut dst);
-                        out.push(Arc {
-                            to: n as u32,
-                            class,
-                            chased,
-                            follow: follow(&pieces, &src, &dst, m),
-                        });
-                        continue;
-                    }
-                    table.value(side.opponent(), q)
-                };
-                escapes |= !won(value);
-            }
-            Ok(escapes)
-        };
+    let identical = (1..pieces.len()).any(|i| pieces[i] == pieces[i - 1]);
+    let follows = Mutex::new(Vec::<[u8; MAX_PIECES]>::new());
     // Chunks keep the per-node overhead out of the peak memory.
     let parts: Vec<(Vec<Arc>, Vec<u32>, Vec<bool>)> = keys
         .par_chunks(4096)
         .map(|chunk| {
+            let mut pos = SlotPosition::new(index, &pieces);
             let mut part = (
                 Vec::new(),
                 Vec::with_capacity(chunk.len()),
                 Vec::with_capacity(chunk.len()),
             );
-            for &(side, slot) in chunk {
-                let escapes = node_arcs(side, slot, &mut part.0)?;
+            for &e in chunk {
+                let (side, slot) = split(size, e);
+                let mut src = [0u8; MAX_PIECES];
+                if identical {
+                    index.decode(slot, &mut src);
+                }
+                let escapes = node_arcs(
+                    table,
+                    deps,
+                    &keys,
+                    won,
+                    &mut pos,
+                    side,
+                    slot,
+                    |m, q| {
+                        if !identical {
+                            return 0;
+                        }
+                        let mut dst = [0u8; MAX_PIECES];
+                        index.decode(q, &mut dst);
+                        let f = follow(&pieces, &src, &dst, m);
+                        if (0..pieces.len()).all(|i| f[i] as usize == i) {
+                            return 0;
+                        }
+                        let mut all = follows.lock().expect("follow maps");
+                        let k = all.iter().position(|x| *x == f).unwrap_or_else(|| {
+                            all.push(f);
+                            all.len() - 1
+                        });
+                        k as u16 + 1
+                    },
+                    &mut part.0,
+                )?;
                 part.1.push(part.0.len() as u32);
                 part.2.push(escapes);
             }
@@ -233,12 +247,82 @@ fn build(
         escapes.extend(e);
     }
     Ok(Net {
+        size,
         keys,
         start,
         arcs,
         escapes,
+        follows: follows.into_inner().expect("follow maps"),
         pieces,
     })
+}
+
+/// Pushes the arcs of node (`side`, `slot`) onto `out`; returns whether it escapes.
+#[allow(clippy::too_many_arguments)]
+fn node_arcs(
+    table: &Table,
+    deps: &dyn Probe,
+    keys: &[u64],
+    won: &(dyn Fn(Value) -> bool + Sync),
+    pos: &mut SlotPosition,
+    side: Color,
+    slot: u64,
+    mut follow_of: impl FnMut(Move, u64) -> u16,
+    out: &mut Vec<Arc>,
+) -> Result<bool, Box<VerifyError>> {
+    let size = table.index().size();
+    let them = side.opponent();
+    let next = table.codes(them);
+    if !pos.load(slot, side) {
+        return Ok(false);
+    }
+    let pos = &*pos;
+    let board = &pos.board;
+    let mut moves = MoveList::new();
+    board.pseudo_moves(&mut moves);
+    let mut classes: Option<Classifier> = None;
+    let mut escapes = false;
+    for &m in moves.iter() {
+        let value = if board.is_empty(m.to()) {
+            let q = pos.slot_after_move(m);
+            let code = next[q as usize];
+            if code == Value::ILLEGAL_CODE {
+                continue;
+            }
+            if let Ok(n) = keys.binary_search(&entry(size, them, q)) {
+                let classes = classes.get_or_insert_with(|| Classifier::new(board));
+                let (class, chased) = match classes.class(m) {
+                    MoveClass::Idle => (0, 0),
+                    MoveClass::Check => (1, 0),
+                    MoveClass::Chase(sq) => {
+                        let mut bits = 0u16;
+                        for s in sq.iter() {
+                            bits |= 1 << pos.flat_at(s);
+                        }
+                        (2, bits)
+                    }
+                };
+                out.push(Arc {
+                    to: n as u32,
+                    class,
+                    chased,
+                    follow: follow_of(m, q),
+                });
+                continue;
+            }
+            Value::decode(code)
+        } else {
+            let mut after = board.clone();
+            after.make(m);
+            match deps.probe(table.rules(), &after) {
+                Ok(v) => v.as_exit(),
+                Err(ProbeError::Illegal(_)) => continue,
+                Err(e) => return Err(fail(table, side, slot, board, e.to_string())),
+            }
+        };
+        escapes |= !won(value);
+    }
+    Ok(escapes)
 }
 
 fn fail(table: &Table, side: Color, slot: u64, board: &Board, why: String) -> Box<VerifyError> {
@@ -276,7 +360,7 @@ impl Net {
         }
         // The trap states: (node, followed victim).
         let mut y: Vec<bool> = (0..n * nv)
-            .map(|s| self.keys[s / nv].0 == winner || !self.escapes[s / nv])
+            .map(|s| self.side(s / nv) == winner || !self.escapes[s / nv])
             .collect();
         // The winner's conditions: a non-check; for chases also, per offender piece, a move
         // that does not chase it.
@@ -298,7 +382,7 @@ impl Net {
             y = keep;
         }
         (0..n)
-            .map(|i| self.keys[i].0 == winner.opponent() && (0..nv).any(|v| y[i * nv + v]))
+            .map(|i| self.side(i) == winner.opponent() && (0..nv).any(|v| y[i * nv + v]))
             .collect()
     }
 
@@ -315,26 +399,32 @@ impl Net {
     ) -> Vec<bool> {
         let n = self.keys.len();
         let nv = victims.len();
-        let np = self.pieces.len();
-        // Extended states: (node, victim index, followed offender piece's flat position).
-        let nu = if cond.is_some() { np } else { 1 };
+        // Extended states: (node, victim index, followed offender piece's flat position); when
+        // pieces never change flat positions the followed piece is `cond` throughout.
+        let moving = !self.follows.is_empty();
+        let nu = if cond.is_some() && moving {
+            self.pieces.len()
+        } else {
+            1
+        };
+        let flat_u = |u: usize| if nu == 1 { cond.unwrap_or(0) } else { u };
         let idx = |node: usize, v: usize, u: usize| (node * nv + v) * nu + u;
         let mut won = vec![false; n * nv * nu];
         let next_v = |a: &Arc, v: usize| -> Option<usize> {
             match victims[v] {
                 None => Some(v),
                 Some(f) => {
-                    let g = a.follow[f] as usize;
+                    let g = self.follow(a, f);
                     victims.iter().position(|&x| x == Some(g))
                 }
             }
         };
-        let next_u = |a: &Arc, u: usize| if nu == 1 { 0 } else { a.follow[u] as usize };
+        let next_u = |a: &Arc, u: usize| if nu == 1 { 0 } else { self.follow(a, u) };
         loop {
             let mut changed = false;
             for node in 0..n {
                 let arcs = self.arcs(node);
-                let offender = self.keys[node].0 != winner;
+                let offender = self.side(node) != winner;
                 for v in 0..nv {
                     if !y[node * nv + v] {
                         continue;
@@ -354,7 +444,7 @@ impl Net {
                                 }
                                 let good = match cond {
                                     None => a.class != 1,
-                                    Some(_) => !(a.class == 2 && a.chased & (1 << u) != 0),
+                                    Some(_) => !(a.class == 2 && a.chased & (1 << flat_u(u)) != 0),
                                 };
                                 good || won[idx(t, v2, next_u(a, u))]
                             })
@@ -394,61 +484,109 @@ impl Net {
             .map(|s| {
                 y[s] && match cond {
                     None => won[s],
-                    Some(u) => won[s * nu + u],
+                    Some(u) if nu > 1 => won[s * nu + u],
+                    Some(_) => won[s],
                 }
             })
             .collect()
     }
 }
 
-/// The rule checks of an Asian table (see the module documentation).
+/// The entries (side-major) among both sides whose code `pick` accepts, in order.
+fn entries_where(table: &Table, pick: impl Fn(u16) -> bool + Sync) -> Vec<u64> {
+    let size = table.index().size();
+    Color::ALL
+        .iter()
+        .flat_map(|&side| {
+            let codes = table.codes(side);
+            let pick = &pick;
+            codes
+                .par_chunks(crate::CHUNK_SLOTS as usize)
+                .enumerate()
+                .flat_map_iter(move |(c, chunk)| {
+                    let base = c as u64 * crate::CHUNK_SLOTS;
+                    chunk
+                        .iter()
+                        .enumerate()
+                        .filter(|&(_, &code)| pick(code))
+                        .map(move |(i, _)| entry(size, side, base + i as u64))
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// `nodes` (sorted entries) and the entries their quiet legal moves lead to that `pick`
+/// accepts, sorted.
+fn with_successors(table: &Table, nodes: &[u64], pick: impl Fn(u16) -> bool + Sync) -> Vec<u64> {
+    let index = table.index();
+    let size = index.size();
+    let pieces = index.piece_list();
+    let mut keys: Vec<u64> = nodes
+        .par_chunks(1024)
+        .flat_map_iter(|chunk| {
+            let mut pos = SlotPosition::new(index, &pieces);
+            let mut out = Vec::new();
+            for &e in chunk {
+                out.push(e);
+                let (side, slot) = split(size, e);
+                if !pos.load(slot, side) {
+                    continue;
+                }
+                let next = table.codes(side.opponent());
+                let (board, moves, slots) = pos.successors(|_| {});
+                for (i, m) in moves.iter().enumerate() {
+                    if board.is_empty(m.to()) && pick(next[slots[i]]) {
+                        out.push(entry(size, side.opponent(), slots[i] as u64));
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    keys.par_sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// The rule checks of an Asian table (see the module documentation); `forced_draws` are the
+/// drawn entries (side-major) whose side to move the local pass found forced to offend.
 pub(crate) fn check(
     table: &Table,
     deps: &dyn Probe,
-    found: RuleFindings,
+    mut forced_draws: Vec<u64>,
 ) -> Result<(), Box<VerifyError>> {
     let index = table.index();
-    let mut rounds: Vec<u8> = found
-        .terminals
+    let size = index.size();
+    let decode_rule = |c: u16| match Value::decode(c) {
+        Value::RuleLoss(r) | Value::RuleWin(r) => Some(r),
+        _ => None,
+    };
+    let mut rounds: Vec<u8> = Color::ALL
         .iter()
-        .filter_map(|&(_, _, v)| match v {
-            Value::RuleLoss(r) => Some(r.round),
-            _ => None,
+        .flat_map(|&side| {
+            table
+                .codes(side)
+                .par_iter()
+                .filter_map(|&c| match Value::decode(c) {
+                    Value::RuleLoss(r) if r.plies == 0 => Some(r.round),
+                    _ => None,
+                })
+                .collect::<std::collections::BTreeSet<u8>>()
         })
         .collect();
     rounds.sort_unstable();
     rounds.dedup();
     for round in rounds {
-        let terms: Vec<(Color, u64, Rule)> = found
-            .terminals
-            .iter()
-            .filter_map(|&(side, slot, v)| match v {
-                Value::RuleLoss(r) if r.round == round => Some((side, slot, r.rule)),
-                _ => None,
-            })
-            .collect();
+        let terminal = |c: u16| matches!(Value::decode(c), Value::RuleLoss(r) if r.round == round && r.plies == 0);
+        let terms = entries_where(table, terminal);
         // Nodes: the terminals and the positions of this round their quiet moves lead to.
-        let mut keys: Vec<(Color, u64)> = terms
-            .par_iter()
-            .flat_map_iter(|&(side, slot, _)| {
-                let b = index.board(slot, side).expect("a legal slot");
-                let mut out = vec![(side, slot)];
-                for &m in b.legal_moves().iter() {
-                    if b.is_empty(m.to()) {
-                        let mut after = b.clone();
-                        after.make(m);
-                        let q = index.slot_of(&after, false).expect("a slot");
-                        if matches!(table.value(side.opponent(), q), Value::RuleWin(r) if r.round == round)
-                        {
-                            out.push((side.opponent(), q));
-                        }
-                    }
-                }
-                out
-            })
-            .collect();
-        keys.par_sort_unstable();
-        keys.dedup();
+        let keys = with_successors(
+            table,
+            &terms,
+            |c| matches!(Value::decode(c), Value::RuleWin(r) if r.round == round),
+        );
         // Out of the graph, an offender's move loses when it leads to a position decided before
         // this round as won for the side to move there.
         let before_round = |v: Value| match v {
@@ -466,8 +604,12 @@ pub(crate) fn check(
             "rule check graph"
         );
         let mut trapped = std::collections::HashMap::new();
-        for &(side, slot, rule) in &terms {
-            let node = net.node(&(side, slot)).expect("a node") as usize;
+        for &e in &terms {
+            let (side, slot) = split(size, e);
+            let rule = decode_rule(table.codes(side)[slot as usize])
+                .expect("a terminal")
+                .rule;
+            let node = net.node(side, slot).expect("a node");
             let winner = side.opponent();
             let check = trapped
                 .entry((winner, Rule::PerpetualCheck))
@@ -497,30 +639,12 @@ pub(crate) fn check(
         }
     }
     // No trap among the draws.
-    if found.forced_draws.is_empty() {
+    if forced_draws.is_empty() {
         return Ok(());
     }
-    let mut keys: Vec<(Color, u64)> = found
-        .forced_draws
-        .par_iter()
-        .flat_map_iter(|&(side, slot)| {
-            let b = index.board(slot, side).expect("a legal slot");
-            let mut out = vec![(side, slot)];
-            for &m in b.legal_moves().iter() {
-                if b.is_empty(m.to()) {
-                    let mut after = b.clone();
-                    after.make(m);
-                    let q = index.slot_of(&after, false).expect("a slot");
-                    if table.value(side.opponent(), q) == Value::Draw {
-                        out.push((side.opponent(), q));
-                    }
-                }
-            }
-            out
-        })
-        .collect();
-    keys.par_sort_unstable();
-    keys.dedup();
+    forced_draws.par_sort_unstable();
+    let keys = with_successors(table, &forced_draws, |c| c == Value::DRAW_CODE);
+    drop(forced_draws);
     let won = |v: Value| v.is_win();
     let t0 = std::time::Instant::now();
     let net = build(table, deps, keys, &won)?;
@@ -533,7 +657,7 @@ pub(crate) fn check(
     for winner in Color::ALL {
         for rule in [Rule::PerpetualCheck, Rule::PerpetualChase] {
             if let Some(n) = net.trapped(winner, rule).iter().position(|&t| t) {
-                let (side, slot) = net.keys[n];
+                let (side, slot) = split(size, net.keys[n]);
                 let b = index.board(slot, side).expect("a legal slot");
                 return Err(fail(
                     table,

@@ -303,6 +303,7 @@ impl<G: Game> Arena<'_, G> {
                             true
                         } else {
                             g.degree(node) > 0
+                                && !g.escapes(node)
                                 && g.edges(node).all(|e| {
                                     if self.wins(&e) {
                                         return true;
@@ -363,6 +364,7 @@ pub fn traps<G: Game>(g: &G, decided: &[Option<Outcome>]) -> Traps {
                 decided[n].is_none()
                     && (g.side(n) == winner
                         || (g.degree(n) > 0
+                            && !g.escapes(n)
                             && g.edges(n).all(|e| {
                                 a.wins(&e) || (e.label == Label::Check && a.next(&e, 0).is_some())
                             })))
@@ -397,6 +399,7 @@ pub fn traps<G: Game>(g: &G, decided: &[Option<Outcome>]) -> Traps {
                 decided[n].is_none()
                     && (g.side(n) == winner
                         || (g.degree(n) > 0
+                            && !g.escapes(n)
                             && g.edges(n).all(|e| {
                                 a.wins(&e)
                                     || (a.offends(&e, vi, Offence::Chase)

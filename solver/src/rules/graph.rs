@@ -120,6 +120,13 @@ pub trait Game: Sync {
     fn degree(&self, n: usize) -> usize;
     /// Move `i` of node `n`.
     fn edge(&self, n: usize, i: usize) -> Edge;
+    /// Whether the side to move at node `n` has, besides its edges, moves out of the graph to
+    /// positions that are not lost for it (as if an edge to [`Outcome::Draw`]): such a node
+    /// is never trapped as an offender.
+    fn escapes(&self, n: usize) -> bool {
+        let _ = n;
+        false
+    }
     /// The moves of node `n`.
     fn edges(&self, n: usize) -> impl Iterator<Item = Edge> + '_ {
         (0..self.degree(n)).map(move |i| self.edge(n, i))

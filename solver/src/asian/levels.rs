@@ -1,0 +1,251 @@
+//! Backward propagation of one round of the rule phase, level by level as in the retrograde
+//! solver: at odd level `n` every undecided predecessor of a position lost by rule in `n - 1`
+//! (this round) is won by rule in `n`; at even level `n` the undecided predecessors of
+//! positions won in `n - 1` that can lose become candidates, and a candidate is lost in `n`
+//! when every move leads to a position won for the opponent. Positions whose value through a
+//! capture into another table falls due at a level (round 0) are looked at then.
+//!
+//! Within a level, writes do not depend on their order: wins at one level only compete with
+//! wins of the same level (the better rule is kept, whoever writes first), and a candidate's
+//! test only reads positions of the other side decided at earlier levels.
+
+use super::{CAND, HOLDS, Phase, Pos, TOUCHED, is_undecided, rule_value};
+use crate::position::prefetch;
+use crate::solve::SolveError;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU16;
+use std::sync::atomic::Ordering::Relaxed;
+use xiangqi::{Color, MoveList};
+use xqtb_core::{Rule, RuleValue, Value};
+
+/// The codes of both rules' values of `round` at `plies`: perpetual check first (the better
+/// one for the winner on a tie, with the lower code).
+fn codes(phase: &Phase, round: u8, plies: u16) -> Result<[u16; 2], SolveError> {
+    let s = phase.solver;
+    Ok([
+        rule_value(s, Rule::PerpetualCheck, round, plies)?.encode(),
+        rule_value(s, Rule::PerpetualChase, round, plies)?.encode(),
+    ])
+}
+
+/// Writes the win `code` (one of `pair`, this level's two win codes) into an undecided state,
+/// or over the other rule's win of the same level when `code` is the better one. Returns
+/// whether the state was undecided.
+fn write_win(state: &AtomicU16, code: u16, pair: [u16; 2]) -> bool {
+    let mut c = state.load(Relaxed);
+    loop {
+        let undecided = is_undecided(c);
+        if !(undecided || (c == pair[1] && code == pair[0])) {
+            return false;
+        }
+        match state.compare_exchange_weak(c, code, Relaxed, Relaxed) {
+            Ok(_) => return undecided,
+            Err(now) => c = now,
+        }
+    }
+}
+
+/// Propagates round `round` from its terminals (already written, noted at level 0) and the
+/// positions `pending` falls due at each level. Returns how many positions it decided.
+pub(super) fn run(
+    phase: &Phase,
+    round: u8,
+    mut pending: BTreeMap<u16, Vec<Pos>>,
+) -> Result<u64, SolveError> {
+    let mut level = 0u16;
+    let mut idle = 0;
+    let mut total = 0;
+    loop {
+        level += 1;
+        if level > RuleValue::MAX_RULE_PLIES {
+            // Only an error if anything is still to decide.
+            codes(phase, round, level)?;
+        }
+        let due = pending.remove(&level).unwrap_or_default();
+        let changed = if level % 2 == 1 {
+            win_level(phase, round, level, &due)?
+        } else {
+            loss_level(phase, round, level, &due, &mut pending)?
+        };
+        total += changed;
+        idle = if changed == 0 { idle + 1 } else { 0 };
+        if idle >= 2 && pending.range(level + 1..).next().is_none() {
+            return Ok(total);
+        }
+    }
+}
+
+/// Whether the value `v` is this round's and falls due at `level`.
+fn is_due(v: Value, round: u8, level: u16) -> bool {
+    matches!(v, Value::RuleWin(r) | Value::RuleLoss(r) if r.round == round && r.plies == level)
+}
+
+fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, SolveError> {
+    let s = phase.solver;
+    let lost = codes(phase, round, level - 1)?;
+    let won = codes(phase, round, level)?;
+    let fresh = &s.fresh[(level as usize - 1) % 2];
+    let changed: u64 = phase
+        .par_chunks(|side, slots, pos| {
+            if !fresh[s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
+                return Ok(0);
+            }
+            let them = side.opponent();
+            let preds = phase.states(them);
+            let states = phase.states(side);
+            let mut changed = 0;
+            for slot in slots {
+                let c = states[slot as usize].load(Relaxed);
+                let Some(rule) = lost.iter().position(|&l| l == c) else {
+                    continue;
+                };
+                if !pos.load(slot, side) {
+                    continue;
+                }
+                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                    if write_win(&preds[p], won[rule], won) {
+                        s.note_resolved(them, p, level);
+                        changed += 1;
+                    }
+                }
+            }
+            Ok(changed)
+        })?
+        .into_iter()
+        .sum();
+    let from_due: u64 = due
+        .par_iter()
+        .map(|&(side, slot)| -> Result<u64, SolveError> {
+            let mut pos = crate::position::SlotPosition::new(s.index, &s.pieces);
+            if !pos.load(slot, side) {
+                return Ok(0);
+            }
+            let look = phase.look(&mut pos)?;
+            if look.best.is_win()
+                && is_due(look.best, round, level)
+                && write_win(&phase.states(side)[slot as usize], look.best.encode(), won)
+            {
+                s.note_resolved(side, slot as usize, level);
+                return Ok(1);
+            }
+            Ok(0)
+        })
+        .sum::<Result<u64, _>>()?;
+    Ok(changed + from_due)
+}
+
+fn loss_level(
+    phase: &Phase,
+    round: u8,
+    level: u16,
+    due: &[Pos],
+    pending: &mut BTreeMap<u16, Vec<Pos>>,
+) -> Result<u64, SolveError> {
+    let s = phase.solver;
+    let won = codes(phase, round, level - 1)?;
+    let fresh = &s.fresh[(level as usize - 1) % 2];
+    // Candidates: the undecided predecessors of this round's wins of the last level.
+    phase.par_chunks(|side, slots, pos| {
+        if !fresh[s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
+            return Ok(());
+        }
+        let them = side.opponent();
+        let preds = phase.states(them);
+        let states = phase.states(side);
+        for slot in slots {
+            let c = states[slot as usize].load(Relaxed);
+            if !won.contains(&c) || !pos.load(slot, side) {
+                continue;
+            }
+            for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                let c = preds[p].load(Relaxed);
+                if is_undecided(c) {
+                    let flags = if c & HOLDS == 0 {
+                        CAND | TOUCHED
+                    } else {
+                        TOUCHED
+                    };
+                    if c & flags != flags {
+                        preds[p].fetch_or(flags, Relaxed);
+                    }
+                    if flags & CAND != 0 {
+                        s.marked[s.chunk_of(them, p)].store(true, Relaxed);
+                    }
+                }
+            }
+        }
+        Ok(())
+    })?;
+    let lost = |v: Value, open: bool| !open && v.is_loss() && is_due(v, round, level);
+    let found = phase.par_chunks(|side, slots, pos| {
+        let mut changed = 0u64;
+        let mut later = Vec::new();
+        if !s.marked[s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
+            return Ok((changed, later));
+        }
+        let states = phase.states(side);
+        for slot in slots {
+            let c = states[slot as usize].load(Relaxed);
+            if !is_undecided(c) || c & CAND == 0 {
+                continue;
+            }
+            states[slot as usize].store(c & !CAND, Relaxed);
+            if !pos.load(slot, side) || !all_moves_lose(phase, side, pos) {
+                continue;
+            }
+            let look = phase.look(pos)?;
+            if lost(look.best, look.open) {
+                states[slot as usize].store(look.best.encode(), Relaxed);
+                s.note_resolved(side, slot as usize, level);
+                changed += 1;
+            } else if !look.open
+                && let Some(p) = look.best.rule_plies()
+                && p > level
+            {
+                // Lost through a capture whose value falls due later (round 0 only).
+                later.push((p, (side, slot)));
+            }
+        }
+        Ok((changed, later))
+    })?;
+    let mut changed = 0;
+    for (n, later) in found {
+        changed += n;
+        for (p, pos) in later {
+            pending.entry(p).or_default().push(pos);
+        }
+    }
+    let from_due: u64 = due
+        .par_iter()
+        .map(|&(side, slot)| -> Result<u64, SolveError> {
+            let state = &phase.states(side)[slot as usize];
+            let mut pos = crate::position::SlotPosition::new(s.index, &s.pieces);
+            if !is_undecided(state.load(Relaxed)) || !pos.load(slot, side) {
+                return Ok(0);
+            }
+            let look = phase.look(&mut pos)?;
+            if lost(look.best, look.open) {
+                state.store(look.best.encode(), Relaxed);
+                s.note_resolved(side, slot as usize, level);
+                return Ok(1);
+            }
+            Ok(0)
+        })
+        .sum::<Result<u64, _>>()?;
+    Ok(changed + from_due)
+}
+
+/// Whether every quiet legal move of the loaded position (undecided, its captures all losing)
+/// leads to a position won for the opponent.
+fn all_moves_lose(phase: &Phase, side: Color, pos: &mut crate::position::SlotPosition) -> bool {
+    let succ = phase.states(side.opponent());
+    let mut list = MoveList::new();
+    pos.board.pseudo_moves(&mut list);
+    list.iter()
+        .filter(|m| pos.board.is_empty(m.to()))
+        .all(|&m| {
+            let c = succ[pos.slot_after_move(m) as usize].load(Relaxed);
+            c == Value::ILLEGAL_CODE || (!is_undecided(c) && Value::decode(c).is_win())
+        })
+}

@@ -1,0 +1,429 @@
+//! The rule phase of the Asian rule set: after plain retrograde analysis has resolved every
+//! position that ends in mate, decide which of the rest the repetition rules win.
+//!
+//! The phase works in rounds over the undecided positions (see `docs/repetition-rules.md`):
+//! - round 0 takes up captures into rule-decided positions of other tables and propagates them
+//!   backwards (a position is won with one move into a position lost for the opponent, lost when
+//!   every move leads to a position won for the opponent);
+//! - every later round finds the positions where one side is *forced to offend*: each of its
+//!   moves either loses (leads to a position already won for the other side) or is a check (or
+//!   a chase of one piece) into an undecided position. With the positions around them they form
+//!   a game graph, on which the rule engine ([`crate::rules::traps`]) finds the traps: the forced
+//!   positions in which the offender cannot escape and the other side can keep it trapped
+//!   without offending as much ([`search`]). Those positions are lost by rule, 0 plies away;
+//!   backward propagation level by level gives the positions leading to them their values, one
+//!   ply per level ([`levels`]), so that every value is consistent with its successors one ply
+//!   deep.
+//!
+//! Rounds stop when one finds no trap; what is left is a draw.
+//!
+//! Memory: the phase keeps its bookkeeping in the two-byte states themselves (an undecided
+//! state has six flag bits), and builds explicit graphs only for one batch of connected
+//! components of the trap graph at a time. Every step is a fixed point or a level of a
+//! breadth-first propagation whose writes do not depend on their order, so the result is the
+//! same bit for bit for any thread count.
+
+mod levels;
+mod search;
+
+use crate::CHUNK_SLOTS;
+use crate::capture::Captures;
+use crate::position::SlotPosition;
+use crate::solve::{Progress, SolveError, Solver, capture_holds, is_unresolved};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU16;
+use std::sync::atomic::Ordering::Relaxed;
+use xiangqi::repetition::{Classifier, MoveClass};
+use xiangqi::{Color, Move, MoveList};
+use xqtb_core::{Probe, ProbeError, Rule, RuleValue, Value};
+
+/// State of a position no phase has decided yet (a draw if it stays so); the low bits hold the
+/// flags below.
+pub(crate) const UNDECIDED: u16 = Value::FIRST_FREE_CODE;
+/// A capture does not lose (it draws): the position can be won, never lost.
+const HOLDS: u16 = 1 << 0;
+/// A candidate of the current loss level.
+const CAND: u16 = 1 << 1;
+/// A successor was decided since the last trap search: whether it is forced to offend, and
+/// the traps around it, must be looked at again.
+const TOUCHED: u16 = 1 << 2;
+/// Its side to move is forced to offend (stays so while undecided: successors are only ever
+/// decided as wins for the other side, which keeps every move an offence or a loss).
+const FORCED: u16 = 1 << 3;
+/// In the trap search: may be a trapped offender position.
+const OFFENDER: u16 = 1 << 4;
+/// In the trap search: may be a position of the winner inside a trap.
+const WINNER: u16 = 1 << 5;
+/// In the trap search: lost [`WINNER`] in the last wave (its predecessors are to be looked at).
+const GONE_WINNER: u16 = 1 << 6;
+/// In the trap search: lost [`OFFENDER`] in the last wave.
+const GONE_OFFENDER: u16 = 1 << 7;
+const FLAGS: u16 = 0xFF;
+
+/// Whether a state is undecided (whatever its flags).
+#[inline]
+pub(crate) fn is_undecided(c: u16) -> bool {
+    c & !FLAGS == UNDECIDED
+}
+
+/// A table entry: side to move and slot.
+type Pos = (Color, u64);
+
+/// What the phase needs to look at positions and their moves.
+struct Phase<'a> {
+    solver: &'a Solver<'a>,
+    deps: &'a dyn Probe,
+    captures: Option<Captures<'a>>,
+    /// Per chunk (as [`Solver::chunk_of`]): holds a [`GONE_WINNER`], a [`GONE_OFFENDER`] entry.
+    gone: [Vec<std::sync::atomic::AtomicBool>; 2],
+}
+
+/// A position's best value for its side to move over the moves whose value is known, and
+/// whether some move leads to an undecided or drawn position.
+struct Look {
+    best: Value,
+    open: bool,
+}
+
+impl<'a> Phase<'a> {
+    fn states(&self, side: Color) -> &[AtomicU16] {
+        &self.solver.state[side.index()]
+    }
+
+    fn code(&self, (side, slot): Pos) -> u16 {
+        self.states(side)[slot as usize].load(Relaxed)
+    }
+
+    /// Runs `f` over every chunk of both sides in parallel, with a position to load slots
+    /// into, and sums what it returns.
+    fn par_chunks<T: Send>(
+        &self,
+        f: impl Fn(Color, std::ops::Range<u64>, &mut SlotPosition) -> Result<T, SolveError> + Sync,
+    ) -> Result<Vec<T>, SolveError> {
+        let s = self.solver;
+        let size = s.index.size();
+        let chunks = s.chunks;
+        (0..2 * chunks)
+            .into_par_iter()
+            .map(|c| {
+                let side = if c < chunks { Color::Red } else { Color::Black };
+                let start = (c % chunks) * CHUNK_SLOTS;
+                let end = (start + CHUNK_SLOTS).min(size);
+                let mut pos = SlotPosition::new(s.index, &s.pieces);
+                f(side, start..end, &mut pos)
+            })
+            .collect()
+    }
+
+    /// The value, for the mover, of the capture `m` from the loaded position; `Illegal` when the
+    /// capture is not legal.
+    fn capture_value(&self, pos: &mut SlotPosition, m: Move) -> Result<Value, SolveError> {
+        let side = pos.board.side_to_move();
+        let sig = self.solver.index.signature();
+        let v = match &self.captures {
+            Some(c) => c
+                .value_after(
+                    pos.squares(),
+                    pos.flat_at(m.from()),
+                    pos.flat_at(m.to()),
+                    m.to().index() as u8,
+                    side,
+                )
+                .ok_or_else(|| {
+                    SolveError::Probe(
+                        sig,
+                        ProbeError::Illegal(format!("the capture {m} has no slot in its table")),
+                    )
+                })?,
+            None => {
+                let captured = pos.board.make(m);
+                let v = self.deps.probe(self.solver.rules, &pos.board);
+                pos.board.unmake(m, captured);
+                match v {
+                    Ok(v) => v,
+                    Err(ProbeError::Illegal(_)) => Value::Illegal,
+                    Err(e) => return Err(SolveError::Probe(sig, e)),
+                }
+            }
+        };
+        Ok(match v {
+            Value::Illegal => Value::Illegal,
+            v => v.as_exit().for_mover(),
+        })
+    }
+
+    /// Looks at every legal move of the loaded position.
+    fn look(&self, pos: &mut SlotPosition) -> Result<Look, SolveError> {
+        let side = pos.board.side_to_move();
+        let them = side.opponent();
+        let mut moves = MoveList::new();
+        pos.board.pseudo_moves(&mut moves);
+        let mut best = Value::Illegal;
+        let mut open = false;
+        for &m in moves.iter() {
+            let v = if pos.board.is_empty(m.to()) {
+                match self.code((them, pos.slot_after_move(m))) {
+                    Value::ILLEGAL_CODE => continue,
+                    c if is_undecided(c) => {
+                        open = true;
+                        Value::Draw
+                    }
+                    c => Value::decode(c).for_mover(),
+                }
+            } else {
+                match self.capture_value(pos, m)? {
+                    Value::Illegal => continue,
+                    v => {
+                        open |= !v.is_loss();
+                        v
+                    }
+                }
+            };
+            if v.preference() > best.preference() {
+                best = v;
+            }
+        }
+        Ok(Look { best, open })
+    }
+
+    /// Whether the side to move of the loaded position (undecided, its captures all losing) is
+    /// forced to offend: every legal quiet move into an undecided position is a check, or
+    /// every one chases one and the same piece, and every other move loses.
+    fn forced(&self, pos: &SlotPosition) -> bool {
+        let side = pos.board.side_to_move();
+        let them = self.states(side.opponent());
+        let mut moves = MoveList::new();
+        pos.board.pseudo_moves(&mut moves);
+        let mut checks = true;
+        let mut chased = !0u128;
+        let mut classifier: Option<Classifier> = None;
+        for &m in moves.iter() {
+            if !pos.board.is_empty(m.to()) {
+                continue;
+            }
+            match them[pos.slot_after_move(m) as usize].load(Relaxed) {
+                Value::ILLEGAL_CODE => continue,
+                c if is_undecided(c) => {}
+                // Decided successors are wins for the opponent, or this would be decided.
+                _ => continue,
+            }
+            let classes = classifier.get_or_insert_with(|| Classifier::new(&pos.board));
+            if classes.is_check(m) {
+                chased = 0;
+            } else {
+                match classes.class(m) {
+                    MoveClass::Chase(sq) => {
+                        checks = false;
+                        chased &= sq.0;
+                    }
+                    _ => return false,
+                }
+            }
+            if !checks && chased == 0 {
+                return false;
+            }
+        }
+        // A position without a move into an undecided one would be decided.
+        classifier.is_some()
+    }
+
+    /// Marks as forced to offend the undecided positions that can lose (all of them, or only
+    /// those touched since the last search). Returns how many positions are forced now.
+    fn mark_forced(&self, all: bool) -> Result<u64, SolveError> {
+        let counts = self.par_chunks(|side, slots, pos| {
+            let states = self.states(side);
+            let mut n = 0u64;
+            for slot in slots {
+                let c = states[slot as usize].load(Relaxed);
+                if !is_undecided(c) || c & HOLDS != 0 {
+                    continue;
+                }
+                if c & FORCED == 0
+                    && (all || c & TOUCHED != 0)
+                    && pos.load(slot, side)
+                    && self.forced(pos)
+                {
+                    states[slot as usize].fetch_or(FORCED, Relaxed);
+                    n += 1;
+                } else if c & FORCED != 0 {
+                    n += 1;
+                }
+            }
+            Ok(n)
+        })?;
+        Ok(counts.into_iter().sum())
+    }
+
+    /// Round 0's start: the positions with a capture into another table's rule-decided
+    /// position. Sets [`HOLDS`] exactly (a capture draws, or wins by rule) and returns the
+    /// positions whose value through such captures falls due at a level, by level.
+    fn capture_exits(&self) -> Result<BTreeMap<u16, Vec<Pos>>, SolveError> {
+        let found = self.par_chunks(|side, slots, pos| {
+            let states = self.states(side);
+            let mut out = Vec::new();
+            for slot in slots {
+                let c = states[slot as usize].load(Relaxed);
+                if !is_undecided(c) || c & HOLDS == 0 || !pos.load(slot, side) {
+                    continue;
+                }
+                let look = self.look(pos)?;
+                let mut best_capture = Value::Illegal;
+                let mut moves = MoveList::new();
+                pos.board.pseudo_moves(&mut moves);
+                for &m in moves.iter() {
+                    if !pos.board.is_empty(m.to()) {
+                        let v = self.capture_value(pos, m)?;
+                        if v.preference() > best_capture.preference() {
+                            best_capture = v;
+                        }
+                    }
+                }
+                if best_capture.is_loss() {
+                    states[slot as usize].fetch_and(!HOLDS, Relaxed);
+                }
+                if (look.best.is_win() || (look.best.is_loss() && !look.open))
+                    && look.best.rule().is_some()
+                {
+                    out.push((look.best.rule_plies().expect("a rule value"), (side, slot)));
+                }
+            }
+            Ok(out)
+        })?;
+        let mut pending: BTreeMap<u16, Vec<Pos>> = BTreeMap::new();
+        for (level, p) in found.into_iter().flatten() {
+            pending.entry(level).or_default().push(p);
+        }
+        Ok(pending)
+    }
+
+    /// Clears `flags` from every undecided state.
+    fn clear(&self, flags: u16) {
+        for side in Color::ALL {
+            self.states(side).par_iter().for_each(|a| {
+                let c = a.load(Relaxed);
+                if is_undecided(c) && c & flags != 0 {
+                    a.store(c & !flags, Relaxed);
+                }
+            });
+        }
+    }
+}
+
+/// Whether `side` has a piece that can check or chase.
+fn has_attacker(index: &xqtb_core::TableIndex, side: Color) -> bool {
+    index
+        .piece_list()
+        .iter()
+        .any(|p| p.color() == side && p.kind().is_attacker())
+}
+
+/// Whether any table `deps` holds in memory for this table's captures has a rule value (or the
+/// dependencies are not in memory, so it cannot be told).
+fn dependencies_may_have_rule_values(solver: &Solver, deps: &dyn Probe) -> bool {
+    let id = xqtb_core::TableId::new(solver.rules, solver.index.signature());
+    id.dependencies().iter().any(|d| match deps.table(d) {
+        None => true,
+        Some(t) => Color::ALL.iter().any(|&side| {
+            t.codes(side)
+                .par_iter()
+                .any(|&c| c != Value::ILLEGAL_CODE && c >= Value::MAX_DTM + 2)
+        }),
+    })
+}
+
+/// The value of `rule` in `round`, `plies` away (a win when `plies` is odd), or why it does not
+/// fit the encoding.
+fn rule_value(solver: &Solver, rule: Rule, round: u8, plies: u16) -> Result<Value, SolveError> {
+    let overflow = |what: String| SolveError::Unsupported(solver.index.signature(), what);
+    if round > RuleValue::MAX_ROUND {
+        return Err(overflow(format!(
+            "the rule analysis needs more than {} rounds",
+            RuleValue::MAX_ROUND
+        )));
+    }
+    if plies > RuleValue::MAX_RULE_PLIES {
+        return Err(overflow(format!(
+            "a rule-decided position lies more than {} plies from its rule",
+            RuleValue::MAX_RULE_PLIES
+        )));
+    }
+    let r = RuleValue { rule, round, plies };
+    Ok(if plies % 2 == 1 {
+        Value::RuleWin(r)
+    } else {
+        Value::RuleLoss(r)
+    })
+}
+
+/// Decides, under the Asian rules, the positions plain retrograde analysis left unresolved in
+/// `solver`'s states.
+pub(crate) fn decide(
+    solver: &Solver,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(), SolveError> {
+    let started = std::time::Instant::now();
+    for side in &solver.state {
+        side.par_iter().for_each(|a| {
+            let c = a.load(Relaxed);
+            if is_unresolved(c) {
+                a.store(
+                    UNDECIDED | if capture_holds(c) { HOLDS } else { 0 },
+                    Relaxed,
+                );
+            }
+        });
+    }
+    let index = solver.index;
+    let both_attack = has_attacker(index, Color::Red) && has_attacker(index, Color::Black);
+    let exits = dependencies_may_have_rule_values(solver, deps);
+    if !both_attack && !exits {
+        // No side can be forced to offend and no capture leads to a rule-decided position:
+        // nothing here depends on the rules.
+        return Ok(());
+    }
+    let flags = || {
+        (0..2 * solver.chunks)
+            .map(|_| std::sync::atomic::AtomicBool::new(false))
+            .collect()
+    };
+    let phase = Phase {
+        solver,
+        deps,
+        captures: Captures::new(index, solver.rules, deps),
+        gone: [flags(), flags()],
+    };
+    let mut total = 0u64;
+    if exits {
+        let pending = phase.capture_exits()?;
+        total += levels::run(&phase, 0, pending)?;
+        progress(Progress::Rules {
+            round: 0,
+            decided: total,
+        });
+    }
+    if both_attack {
+        for round in 1u8.. {
+            let t0 = std::time::Instant::now();
+            let forced = phase.mark_forced(round == 1)?;
+            let t1 = t0.elapsed().as_secs_f64();
+            let terminals = search::trap_round(&phase, round, round == 1)?;
+            let t2 = t0.elapsed().as_secs_f64();
+            if terminals == 0 {
+                tracing::debug!(table = %index.signature(), round, forced, "no trap");
+                break;
+            }
+            let decided = levels::run(&phase, round, BTreeMap::new())?;
+            total += terminals + decided;
+            progress(Progress::Rules {
+                round,
+                decided: total,
+            });
+            tracing::debug!(table = %index.signature(), round, forced, terminals, decided = total,
+                forced_secs = t1, search_secs = t2 - t1, levels_secs = t0.elapsed().as_secs_f64() - t2, "rule round");
+        }
+    }
+    tracing::info!(table = %index.signature(), decided = total, secs = started.elapsed().as_secs_f64(), "rule phase done");
+    Ok(())
+}

@@ -1,0 +1,615 @@
+//! The trap search of one round: which forced positions lose by rule now.
+//!
+//! 1. *Roles.* Every forced position may be an offender in a trap; every undecided position one
+//!    of its moves leads to may be a position of the winner inside one.
+//! 2. *Safety.* A necessary condition is kept as a greatest fixed point over the flags: an
+//!    offender position stays when all its moves into undecided positions lead to winner
+//!    positions that stay, a winner position stays when one of its moves leads to an offender
+//!    position that stays. Killed positions wake their predecessors (un-moves), wave by wave.
+//! 3. *Components.* What stays forms the trap graph; it falls apart into connected components
+//!    (lock-free union-find, every root the smallest node of its component). A component none
+//!    of whose positions was touched since the last round is skipped: its positions and moves
+//!    are those of the last round, which found no trap in it.
+//! 4. *Batches.* Components are handed to the rule engine in batches of bounded size, each as
+//!    an explicit graph with every move classified (check, chase of which pieces, idle); the
+//!    engine's traps are written as this round's terminals.
+
+use super::{
+    FORCED, GONE_OFFENDER, GONE_WINNER, OFFENDER, Phase, Pos, TOUCHED, WINNER, is_undecided,
+    rule_value,
+};
+use crate::position::{SlotPosition, prefetch};
+use crate::rules::{Edge, Game, Label, SLOTS, Target, traps};
+use crate::solve::SolveError;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use xiangqi::repetition::{Classifier, MoveClass};
+use xiangqi::{Color, Move, MoveList, Square};
+use xqtb_core::{MAX_PIECES, Rule};
+
+/// Nodes handed to the rule engine at once: bounds the memory of the explicit graphs (a larger
+/// component makes a batch of its own).
+const BATCH_NODES: u64 = 1 << 16;
+
+/// Table entries are numbered side-major: Red's slots, then Black's.
+fn entry_of(size: u64, (side, slot): Pos) -> u64 {
+    side.index() as u64 * size + slot
+}
+
+fn pos_of(size: u64, e: u64) -> Pos {
+    if e < size {
+        (Color::Red, e)
+    } else {
+        (Color::Black, e - size)
+    }
+}
+
+/// A set of entries with the rank of each (its node id): one bit per entry and a running
+/// count per 8 words.
+struct NodeSet {
+    bits: Vec<u64>,
+    ranks: Vec<u32>,
+    len: u32,
+}
+
+impl NodeSet {
+    fn of(phase: &Phase, flags: u16) -> NodeSet {
+        let size = phase.solver.index.size();
+        let total = 2 * size;
+        let bits: Vec<u64> = (0..total.div_ceil(64))
+            .into_par_iter()
+            .map(|w| {
+                let mut x = 0u64;
+                for b in 0..64 {
+                    let e = w * 64 + b;
+                    if e >= total {
+                        break;
+                    }
+                    let c = phase.code(pos_of(size, e));
+                    if is_undecided(c) && c & flags != 0 {
+                        x |= 1 << b;
+                    }
+                }
+                x
+            })
+            .collect();
+        let mut ranks = Vec::with_capacity(bits.len().div_ceil(8));
+        let mut n = 0u32;
+        for block in bits.chunks(8) {
+            ranks.push(n);
+            n += block.iter().map(|w| w.count_ones()).sum::<u32>();
+        }
+        NodeSet {
+            bits,
+            ranks,
+            len: n,
+        }
+    }
+
+    fn id(&self, e: u64) -> Option<u32> {
+        let w = (e / 64) as usize;
+        let b = e % 64;
+        if self.bits[w] >> b & 1 == 0 {
+            return None;
+        }
+        let block = w / 8 * 8;
+        let before: u32 = self.bits[block..w].iter().map(|x| x.count_ones()).sum();
+        Some(self.ranks[w / 8] + before + (self.bits[w] & ((1u64 << b) - 1)).count_ones())
+    }
+
+    /// The (entry, id) pairs of the set in the rank blocks `blocks`, in order.
+    fn block(&self, blocks: std::ops::Range<usize>) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let end = blocks.end.min(self.ranks.len());
+        let words = blocks.start * 8..(end * 8).min(self.bits.len());
+        let mut id = self.ranks.get(blocks.start).copied().unwrap_or(self.len);
+        words
+            .flat_map(move |w| {
+                let mut x = self.bits[w];
+                std::iter::from_fn(move || {
+                    (x != 0).then(|| {
+                        let b = x.trailing_zeros() as u64;
+                        x &= x - 1;
+                        (w as u64 * 64 + b, ())
+                    })
+                })
+            })
+            .map(move |(e, ())| {
+                let out = (e, id);
+                id += 1;
+                out
+            })
+    }
+
+    /// Runs `f` over the (entry, id) pairs of the set in parallel pieces (each in order).
+    fn for_each_block(&self, f: impl Fn(&mut dyn Iterator<Item = (u64, u32)>) + Sync) {
+        (0..self.ranks.len().div_ceil(8))
+            .into_par_iter()
+            .for_each(|blk| f(&mut self.block(blk * 8..(blk + 1) * 8)));
+    }
+
+    /// The entries of the set with their ids, in parallel pieces.
+    fn for_each(&self, f: impl Fn(u64, u32) + Sync) {
+        self.for_each_block(|block| {
+            for (e, id) in block {
+                f(e, id)
+            }
+        });
+    }
+}
+
+/// Union-find over node ids, safe to use from many threads; a root is the smallest id of its
+/// component.
+struct Components {
+    parent: Vec<AtomicU32>,
+}
+
+impl Components {
+    fn new(n: u32) -> Components {
+        Components {
+            parent: (0..n).map(AtomicU32::new).collect(),
+        }
+    }
+
+    fn find(&self, mut x: u32) -> u32 {
+        loop {
+            let p = self.parent[x as usize].load(Relaxed);
+            if p == x {
+                return x;
+            }
+            let g = self.parent[p as usize].load(Relaxed);
+            if g != p {
+                // Path halving; losing the race only leaves a longer path.
+                let _ = self.parent[x as usize].compare_exchange(p, g, Relaxed, Relaxed);
+            }
+            x = g;
+        }
+    }
+
+    fn union(&self, a: u32, b: u32) {
+        loop {
+            let (ra, rb) = (self.find(a), self.find(b));
+            if ra == rb {
+                return;
+            }
+            let (hi, lo) = (ra.max(rb), ra.min(rb));
+            if self.parent[hi as usize]
+                .compare_exchange(hi, lo, Relaxed, Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// Calls `f(m, slot)` for each move of the trap graph from the loaded position, whose state is
+/// `c`: for an offender position every quiet move into an undecided position, for a winner
+/// position its quiet moves into offender positions.
+fn graph_moves(phase: &Phase, pos: &SlotPosition, c: u16, mut f: impl FnMut(Move, u64)) {
+    let them = phase.states(pos.board.side_to_move().opponent());
+    let mut moves = MoveList::new();
+    pos.board.pseudo_moves(&mut moves);
+    for &m in moves.iter() {
+        if !pos.board.is_empty(m.to()) {
+            continue;
+        }
+        let q = pos.slot_after_move(m);
+        let sc = them[q as usize].load(Relaxed);
+        if is_undecided(sc) && (c & OFFENDER != 0 || sc & OFFENDER != 0) {
+            f(m, q);
+        }
+    }
+}
+
+/// Finds this round's traps and writes their offender positions as lost by rule, 0 plies
+/// away; `all` looks at every component (the first round). Returns how many it wrote.
+pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, SolveError> {
+    let s = phase.solver;
+    let size = s.index.size();
+    let t0 = std::time::Instant::now();
+    mark_roles(phase);
+    keep_safe(phase);
+    let nodes = NodeSet::of(phase, OFFENDER | WINNER);
+    let t1 = t0.elapsed().as_secs_f64();
+    let comps = Components::new(nodes.len);
+    nodes.for_each(|e, id| {
+        let (side, slot) = pos_of(size, e);
+        let mut pos = SlotPosition::new(s.index, &s.pieces);
+        if !pos.load(slot, side) {
+            return;
+        }
+        let c = phase.code((side, slot));
+        graph_moves(phase, &pos, c, |_, q| {
+            if let Some(to) = nodes.id(entry_of(size, (side.opponent(), q))) {
+                comps.union(id, to);
+            }
+        });
+    });
+    // Per root: whether the component must be searched, and its size (few components: a map).
+    let dirty: Vec<AtomicU64> = (0..(nodes.len as usize).div_ceil(64))
+        .map(|_| AtomicU64::new(0))
+        .collect();
+    let sizes = std::sync::Mutex::new(BTreeMap::<u32, u32>::new());
+    nodes.for_each_block(|block| {
+        let mut local = BTreeMap::<u32, u32>::new();
+        for (e, id) in block {
+            let r = comps.find(id);
+            *local.entry(r).or_default() += 1;
+            if all || phase.code(pos_of(size, e)) & TOUCHED != 0 {
+                dirty[r as usize / 64].fetch_or(1 << (r % 64), Relaxed);
+            }
+        }
+        let mut sizes = sizes.lock().expect("component sizes");
+        for (r, n) in local {
+            *sizes.entry(r).or_default() += n;
+        }
+    });
+    let is_dirty = |r: u32| dirty[r as usize / 64].load(Relaxed) >> (r % 64) & 1 != 0;
+    // Batches: runs of consecutive dirty roots up to the size bound, as ranges of roots.
+    let mut batches: Vec<(u32, u32)> = Vec::new();
+    let mut filled = 0u64;
+    let mut searched = 0u64;
+    for (&r, &n) in sizes.into_inner().expect("component sizes").iter() {
+        if !is_dirty(r) {
+            continue;
+        }
+        let n = n as u64;
+        match batches.last_mut() {
+            Some(b) if filled + n <= BATCH_NODES => b.1 = r + 1,
+            _ => {
+                batches.push((r, r + 1));
+                filled = 0;
+            }
+        }
+        filled += n;
+        searched += n;
+    }
+    let t2 = t0.elapsed().as_secs_f64();
+    let mut terminals = 0u64;
+    let mut engine = 0f64;
+    for &(lo, hi) in &batches {
+        let entries: Vec<u64> = nodes
+            .bits
+            .par_chunks(64)
+            .enumerate()
+            .flat_map_iter(|(blk, _)| {
+                let mut out = Vec::new();
+                for (e, id) in nodes.block(blk * 8..(blk + 1) * 8) {
+                    let r = comps.find(id);
+                    if (lo..hi).contains(&r) && is_dirty(r) {
+                        out.push(e);
+                    }
+                }
+                out
+            })
+            .collect();
+        let game = TableGame::build(phase, entries)?;
+        let te = std::time::Instant::now();
+        let found = traps(&game, &vec![None; game.nodes()]);
+        engine += te.elapsed().as_secs_f64();
+        let codes = [
+            rule_value(s, Rule::PerpetualCheck, round, 0)?.encode(),
+            rule_value(s, Rule::PerpetualChase, round, 0)?.encode(),
+        ];
+        for (list, code) in [(&found.check, codes[0]), (&found.chase, codes[1])] {
+            for &n in list {
+                let (side, slot) = pos_of(size, game.entries[n as usize]);
+                phase.states(side)[slot as usize].store(code, Relaxed);
+                s.note_resolved(side, slot as usize, 0);
+            }
+            terminals += list.len() as u64;
+        }
+    }
+    phase.clear(OFFENDER | WINNER | TOUCHED);
+    tracing::debug!(
+        round,
+        nodes = nodes.len,
+        searched,
+        batches = batches.len(),
+        terminals,
+        safety_secs = t1,
+        components_secs = t2 - t1,
+        engine_secs = engine,
+        secs = t0.elapsed().as_secs_f64(),
+        "trap search"
+    );
+    Ok(terminals)
+}
+
+/// Flags the forced positions as offenders and the undecided positions their moves lead to as
+/// winner positions.
+fn mark_roles(phase: &Phase) {
+    let _ = phase.par_chunks(|side, slots, pos| {
+        let states = phase.states(side);
+        let them = phase.states(side.opponent());
+        for slot in slots {
+            let c = states[slot as usize].load(Relaxed);
+            if !is_undecided(c) || c & FORCED == 0 || !pos.load(slot, side) {
+                continue;
+            }
+            states[slot as usize].fetch_or(OFFENDER, Relaxed);
+            graph_moves(phase, pos, OFFENDER, |_, q| {
+                if them[q as usize].load(Relaxed) & WINNER == 0 {
+                    them[q as usize].fetch_or(WINNER, Relaxed);
+                }
+            });
+        }
+        Ok(())
+    });
+}
+
+/// Whether the loaded position has a quiet move into an offender position.
+fn reaches_offender(phase: &Phase, pos: &SlotPosition) -> bool {
+    let mut any = false;
+    graph_moves(phase, pos, 0, |_, _| any = true);
+    any
+}
+
+/// The safety fixed point (see the module documentation), wave by wave: the positions that lost
+/// a role in the last wave carry a `GONE_` flag, and the chunks holding them a mark.
+fn keep_safe(phase: &Phase) {
+    let s = phase.solver;
+    let [gone_winners, gone_offenders] = &phase.gone;
+    let lose = |side: Color, slot: u64, role: u16, gone: u16| {
+        let state = &phase.states(side)[slot as usize];
+        if state.fetch_and(!role, Relaxed) & role != 0 {
+            state.fetch_or(gone, Relaxed);
+            let marks = if gone == GONE_WINNER {
+                gone_winners
+            } else {
+                gone_offenders
+            };
+            marks[s.chunk_of(side, slot as usize)].store(true, Relaxed);
+        }
+    };
+    // First wave: winner positions without a move into an offender position.
+    let _ = phase.par_chunks(|side, slots, pos| {
+        let states = phase.states(side);
+        for slot in slots {
+            let c = states[slot as usize].load(Relaxed);
+            if is_undecided(c)
+                && c & WINNER != 0
+                && pos.load(slot, side)
+                && !reaches_offender(phase, pos)
+            {
+                lose(side, slot, WINNER, GONE_WINNER);
+            }
+        }
+        Ok(())
+    });
+    // Then alternately: offender positions with a move to a position that lost its winner
+    // role lose theirs; winner positions whose moves into offender positions led only to
+    // positions that lost it lose theirs.
+    loop {
+        let mut any = false;
+        for (marks, gone) in [(gone_winners, GONE_WINNER), (gone_offenders, GONE_OFFENDER)] {
+            let woke = phase.par_chunks(|side, slots, pos| {
+                if !marks[s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
+                    return Ok(false);
+                }
+                let states = phase.states(side);
+                let them = side.opponent();
+                let preds = phase.states(them);
+                let mut q = SlotPosition::new(s.index, &s.pieces);
+                for slot in slots {
+                    let c = states[slot as usize].load(Relaxed);
+                    if !is_undecided(c) || c & gone == 0 {
+                        continue;
+                    }
+                    states[slot as usize].fetch_and(!gone, Relaxed);
+                    if !pos.load(slot, side) {
+                        continue;
+                    }
+                    for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                        let c = preds[p].load(Relaxed);
+                        if !is_undecided(c) {
+                            continue;
+                        }
+                        if gone == GONE_WINNER && c & OFFENDER != 0 {
+                            lose(them, p as u64, OFFENDER, GONE_OFFENDER);
+                        } else if gone == GONE_OFFENDER
+                            && c & WINNER != 0
+                            && q.load(p as u64, them)
+                            && !reaches_offender(phase, &q)
+                        {
+                            lose(them, p as u64, WINNER, GONE_WINNER);
+                        }
+                    }
+                }
+                Ok(true)
+            });
+            any |= woke.unwrap_or_default().into_iter().any(|w| w);
+        }
+        if !any {
+            return;
+        }
+    }
+}
+
+/// One batch of components of the trap graph, compactly: each node's moves of the trap graph
+/// (see [`graph_moves`]); a node that is no offender position has further moves out of the
+/// graph, to positions that are not lost for its side ([`Game::escapes`]).
+struct TableGame {
+    entries: Vec<u64>,
+    size: u64,
+    escapes: Vec<bool>,
+    start: Vec<u32>,
+    /// Packed moves: target node (bits 0-31), class (bits 32-33: 0 idle, 1 check, 2 chase),
+    /// chased slots (bits 34-49), slot map (bits 50-63, index into `maps` plus one, 0 for
+    /// none).
+    moves: Vec<u64>,
+    maps: Vec<[u8; SLOTS]>,
+}
+
+impl TableGame {
+    fn pack(to: u32, label: Label, map: u64) -> u64 {
+        let (kind, bits) = match label {
+            Label::Idle => (0u64, 0u64),
+            Label::Check => (1, 0),
+            Label::Chase(b) => (2, b as u64),
+        };
+        to as u64 | kind << 32 | bits << 34 | map << 50
+    }
+
+    fn build(phase: &Phase, entries: Vec<u64>) -> Result<TableGame, SolveError> {
+        let s = phase.solver;
+        let index = s.index;
+        let size = index.size();
+        let identical = (1..s.pieces.len()).any(|i| s.pieces[i] == s.pieces[i - 1]);
+        let maps = std::sync::Mutex::new(Vec::<[u8; SLOTS]>::new());
+        let parts: Vec<(Vec<u64>, Vec<u32>, Vec<bool>)> = entries
+            .par_chunks(1024)
+            .map(|chunk| {
+                let mut pos = SlotPosition::new(index, &s.pieces);
+                let mut moves = Vec::new();
+                let mut ends = Vec::with_capacity(chunk.len());
+                let mut escapes = Vec::with_capacity(chunk.len());
+                for &e in chunk {
+                    let (side, slot) = pos_of(size, e);
+                    let c = phase.code((side, slot));
+                    escapes.push(c & OFFENDER == 0);
+                    if pos.load(slot, side) {
+                        let mut classes = Classifier::new(&pos.board);
+                        graph_moves(phase, &pos, c, |m, q| {
+                            let target = entry_of(size, (side.opponent(), q));
+                            let to = entries
+                                .binary_search(&target)
+                                .expect("a move of the trap graph stays in its component")
+                                as u32;
+                            let map_slots =
+                                identical.then(|| slot_map(index, &s.pieces, pos.squares(), m, q));
+                            let label = if classes.is_check(m) {
+                                Label::Check
+                            } else {
+                                match classes.class(m) {
+                                    MoveClass::Idle | MoveClass::Check => Label::Idle,
+                                    MoveClass::Chase(sq) => {
+                                        let mut bits = 0u16;
+                                        for sq in sq.iter() {
+                                            let flat = pos.flat_at(sq) as u8;
+                                            let after =
+                                                map_slots.map_or(flat, |m| m[flat as usize]);
+                                            bits |= 1 << after;
+                                        }
+                                        Label::Chase(bits)
+                                    }
+                                }
+                            };
+                            let map = match map_slots {
+                                Some(ms) if ms.iter().enumerate().any(|(i, &j)| i as u8 != j) => {
+                                    let mut all = maps.lock().expect("slot maps");
+                                    let k = match all.iter().position(|x| *x == ms) {
+                                        Some(k) => k,
+                                        None => {
+                                            all.push(ms);
+                                            all.len() - 1
+                                        }
+                                    };
+                                    k as u64 + 1
+                                }
+                                _ => 0,
+                            };
+                            moves.push(TableGame::pack(to, label, map));
+                        });
+                    }
+                    ends.push(moves.len() as u32);
+                }
+                (moves, ends, escapes)
+            })
+            .collect();
+        let mut start = Vec::with_capacity(entries.len() + 1);
+        start.push(0u32);
+        let mut packed = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
+        let mut escapes = Vec::with_capacity(entries.len());
+        for (m, ends, e) in parts {
+            let base = packed.len() as u32;
+            start.extend(ends.iter().map(|&end| base + end));
+            packed.extend(m);
+            escapes.extend(e);
+        }
+        Ok(TableGame {
+            entries,
+            size,
+            escapes,
+            start,
+            moves: packed,
+            maps: maps.into_inner().expect("slot maps"),
+        })
+    }
+}
+
+impl Game for TableGame {
+    fn nodes(&self) -> usize {
+        self.entries.len()
+    }
+    fn side(&self, n: usize) -> Color {
+        pos_of(self.size, self.entries[n]).0
+    }
+    fn degree(&self, n: usize) -> usize {
+        (self.start[n + 1] - self.start[n]) as usize
+    }
+    fn edge(&self, n: usize, i: usize) -> Edge {
+        let x = self.moves[self.start[n] as usize + i];
+        let label = match (x >> 32) & 3 {
+            0 => Label::Idle,
+            1 => Label::Check,
+            _ => Label::Chase(((x >> 34) & 0xFFFF) as u16),
+        };
+        let map = (x >> 50) as usize;
+        Edge {
+            to: Target::Node(x as u32),
+            label,
+            slots: (map > 0).then(|| self.maps[map - 1]),
+        }
+    }
+    fn escapes(&self, n: usize) -> bool {
+        self.escapes[n]
+    }
+}
+
+/// The flat positions of the pieces after a quiet move, numbered as the successor's slot
+/// decodes them (which may be the mirror image of the board after the move): for each flat
+/// position before the move, its position after.
+fn slot_map(
+    index: &xqtb_core::TableIndex,
+    pieces: &[xiangqi::Piece],
+    before: &[u8],
+    m: Move,
+    succ: u64,
+) -> [u8; SLOTS] {
+    let n = index.piece_count();
+    let after: Vec<u8> = before
+        .iter()
+        .map(|&s| {
+            if s == m.from().index() as u8 {
+                m.to().index() as u8
+            } else {
+                s
+            }
+        })
+        .collect();
+    let mut decoded = [0u8; MAX_PIECES];
+    index.decode(succ, &mut decoded);
+    let mirror = |s: u8| {
+        Square::from_index(s as usize)
+            .expect("a square")
+            .mirror()
+            .index() as u8
+    };
+    // The stored placement is the board after the move or its mirror image: tell them apart by
+    // piece and square, not by squares alone (a mirror image can occupy the same squares).
+    let same = (0..n).all(|i| (0..n).any(|j| decoded[j] == after[i] && pieces[j] == pieces[i]));
+    let mut map = [0u8; SLOTS];
+    for (i, slot) in map.iter_mut().enumerate().take(n) {
+        let want = if same { after[i] } else { mirror(after[i]) };
+        *slot = (0..n)
+            .find(|&j| decoded[j] == want && pieces[j] == pieces[i])
+            .expect("the successor holds the same pieces") as u8;
+    }
+    for (i, slot) in map.iter_mut().enumerate().skip(n) {
+        *slot = i as u8;
+    }
+    map
+}
