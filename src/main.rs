@@ -81,7 +81,20 @@ enum Command {
     Adjudicate(cli_adjudicate::AdjudicateArgs),
 }
 
+/// glibc raises its mmap threshold whenever a large block is freed, after which blocks of up to
+/// 32 MiB come from the heap and stay with the process when freed: the rule phase's scratch
+/// buffers would then stay resident through verification and the next job, and a worker's
+/// memory would be its largest past job, not its current one. A fixed threshold returns them.
+fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters; it is called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+    }
+}
+
 fn main() -> Result<()> {
+    return_freed_memory();
     let cli = Cli::parse();
     let default_level = match cli.command {
         Command::Coordinator(_) | Command::Worker(_) => "info",

@@ -57,11 +57,11 @@ pub fn verify_reporting(
     match table.rules() {
         RuleSet::CyclesAreDraws => verify_values(table, deps, progress, None),
         RuleSet::Asian => {
-            let found = std::sync::Mutex::new(Vec::new());
+            let found = crate::verify_rules::EntrySet::new(table.index().size());
             let t0 = std::time::Instant::now();
             let counts = verify_values(table, deps, progress, Some(&found))?;
             tracing::debug!(secs = t0.elapsed().as_secs_f64(), "local pass");
-            crate::verify_rules::check(table, deps, found.into_inner().expect("findings"))?;
+            crate::verify_rules::check(table, deps, found)?;
             Ok(counts)
         }
     }
@@ -71,9 +71,9 @@ fn verify_values(
     table: &Table,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
-    // Under the Asian rules: gathers the drawn entries (side-major) whose side to move is forced
-    // to offend, for the rule checks ([`crate::verify_rules`]).
-    rules: Option<&std::sync::Mutex<Vec<u64>>>,
+    // Under the Asian rules: gathers the drawn entries whose side to move is forced to offend,
+    // for the rule checks ([`crate::verify_rules`]).
+    rules: Option<&crate::verify_rules::EntrySet>,
 ) -> Result<TableCounts, Box<VerifyError>> {
     let both_attack = rules.is_some()
         && Color::ALL.iter().all(|&c| {
@@ -94,10 +94,9 @@ fn verify_values(
             let mut counts = TableCounts::default();
             let pieces = table.index().piece_list();
             let mut pos = SlotPosition::new(table.index(), &pieces);
-            let mut found = Vec::new();
             let mut local = Local {
                 counts: &mut counts,
-                found: rules.is_some().then_some(&mut found),
+                found: rules,
                 both_attack,
             };
             for slot in start..end {
@@ -107,9 +106,6 @@ fn verify_values(
                     pos.board.set_side_to_move(side);
                     verify_slot(table, deps, side, slot, possible, &mut pos, &mut local)?;
                 }
-            }
-            if let Some(all) = rules {
-                all.lock().expect("findings").extend(found);
             }
             let n = 2 * (end - start);
             progress(Progress::Verify {
@@ -124,8 +120,8 @@ fn verify_values(
 /// What one chunk of the local pass gathers.
 struct Local<'a> {
     counts: &'a mut TableCounts,
-    /// Under the Asian rules: the forced draws seen (entries, side-major).
-    found: Option<&'a mut Vec<u64>>,
+    /// Under the Asian rules: the forced draws seen.
+    found: Option<&'a crate::verify_rules::EntrySet>,
     /// Both sides have a piece that can check or chase (else no side can be forced to offend).
     both_attack: bool,
 }
@@ -191,7 +187,7 @@ fn verify_slot(
             best = mine;
         }
     }
-    if let Some(found) = local.found.as_deref_mut() {
+    if let Some(found) = local.found {
         // A position lost by rule 0 plies away takes its value from the rule, not from its
         // successors: the rule checks verify it with the trap it belongs to.
         if let Value::RuleLoss(r) = stored
@@ -209,7 +205,7 @@ fn verify_slot(
                     Some(v.as_exit().for_mover())
                 });
             if forced {
-                found.push(side.index() as u64 * table.index().size() + slot);
+                found.insert(side.index() as u64 * table.index().size() + slot);
             }
         }
     }

@@ -27,6 +27,7 @@ use crate::VerifyError;
 use crate::position::SlotPosition;
 use rayon::prelude::*;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use xiangqi::repetition::{Classifier, MoveClass};
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
 use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, Table, Value};
@@ -82,6 +83,128 @@ pub(crate) fn forced_to_offend(
     true
 }
 
+/// A set of entries (side-major: Red's slots, then Black's), marked from many threads.
+pub(crate) struct EntrySet {
+    words: Vec<AtomicU64>,
+}
+
+impl EntrySet {
+    /// The empty set over both sides of a table of `size` slots per side.
+    pub(crate) fn new(size: u64) -> EntrySet {
+        EntrySet {
+            words: (0..(2 * size).div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    /// Adds entry `e`.
+    pub(crate) fn insert(&self, e: u64) {
+        self.words[(e / 64) as usize].fetch_or(1 << (e % 64), Relaxed);
+    }
+
+    /// Adds every entry of `other`.
+    fn union(&self, other: EntrySet) {
+        self.words.par_iter().zip(other.words).for_each(|(w, o)| {
+            w.fetch_or(o.into_inner(), Relaxed);
+        });
+    }
+
+    fn is_empty(&self) -> bool {
+        self.words.par_iter().all(|w| w.load(Relaxed) == 0)
+    }
+
+    /// The entries in order, by chunks of words processed in parallel.
+    fn par_entries(&self) -> impl ParallelIterator<Item = Vec<u64>> + '_ {
+        self.words
+            .par_chunks(WORDS_PER_SCAN)
+            .enumerate()
+            .map(|(c, words)| {
+                let mut out = Vec::new();
+                for (i, w) in words.iter().enumerate() {
+                    let base = ((c * WORDS_PER_SCAN + i) * 64) as u64;
+                    let mut w = w.load(Relaxed);
+                    while w != 0 {
+                        out.push(base + w.trailing_zeros() as u64);
+                        w &= w - 1;
+                    }
+                }
+                out
+            })
+    }
+
+    /// The set numbered: node `n` is its `n`-th entry in order.
+    fn into_nodes(self) -> Nodes {
+        let words: Vec<u64> = self.words.into_iter().map(AtomicU64::into_inner).collect();
+        let mut blocks = Vec::with_capacity(words.len().div_ceil(WORDS_PER_BLOCK));
+        let mut len = 0u32;
+        for block in words.chunks(WORDS_PER_BLOCK) {
+            blocks.push(len);
+            len += block.iter().map(|w| w.count_ones()).sum::<u32>();
+        }
+        Nodes {
+            words,
+            blocks,
+            len: len as usize,
+        }
+    }
+}
+
+/// Chunks of the parallel scans of an [`EntrySet`].
+const WORDS_PER_SCAN: usize = 1 << 12;
+/// Words per rank block of [`Nodes`].
+const WORDS_PER_BLOCK: usize = 8;
+
+/// A numbered set of entries: a bitset with the rank before each block of words.
+struct Nodes {
+    words: Vec<u64>,
+    blocks: Vec<u32>,
+    len: usize,
+}
+
+impl Nodes {
+    /// The number of entry `e`, if it is in the set.
+    fn rank(&self, e: u64) -> Option<usize> {
+        let w = (e / 64) as usize;
+        let bit = 1u64 << (e % 64);
+        if self.words[w] & bit == 0 {
+            return None;
+        }
+        let b = w / WORDS_PER_BLOCK;
+        let before: u32 = self.words[b * WORDS_PER_BLOCK..w]
+            .iter()
+            .map(|w| w.count_ones())
+            .sum();
+        Some((self.blocks[b] + before + (self.words[w] & (bit - 1)).count_ones()) as usize)
+    }
+
+    /// The entries from node `n` on, in order.
+    fn entries_from(&self, n: usize) -> impl Iterator<Item = u64> + '_ {
+        let b = self.blocks.partition_point(|&r| r as usize <= n).max(1) - 1;
+        let mut skip = n - self.blocks[b] as usize;
+        let first = b * WORDS_PER_BLOCK;
+        self.words[first..]
+            .iter()
+            .enumerate()
+            .flat_map(move |(i, &w)| {
+                let base = ((first + i) * 64) as u64;
+                let mut w = w;
+                std::iter::from_fn(move || {
+                    (w != 0).then(|| {
+                        let e = base + w.trailing_zeros() as u64;
+                        w &= w - 1;
+                        e
+                    })
+                })
+            })
+            .skip_while(move |_| {
+                let s = skip > 0;
+                skip = skip.saturating_sub(1);
+                s
+            })
+    }
+}
+
 /// A move between two positions of the verifier's graph (quiet, so no piece leaves).
 #[derive(Clone, Copy)]
 struct Arc {
@@ -95,16 +218,47 @@ struct Arc {
     follow: u16,
 }
 
-/// The positions a check works on (entries numbered side-major: Red's slots, then Black's),
-/// with their moves inside the set. Moves out of the set only matter to the offender: one that
-/// does not lose for it is an escape.
-struct Net {
-    size: u64,
-    keys: Vec<u64>,
-    start: Vec<u32>,
-    arcs: Vec<Arc>,
+/// Follow maps an arc can name (14 bits).
+const MAX_FOLLOWS: usize = (1 << 14) - 1;
+
+impl Arc {
+    fn pack(self) -> u64 {
+        self.to as u64
+            | (self.class as u64) << 32
+            | (self.chased as u64) << 34
+            | (self.follow as u64) << 50
+    }
+
+    fn unpack(a: u64) -> Arc {
+        Arc {
+            to: a as u32,
+            class: (a >> 32) as u8 & 3,
+            chased: (a >> 34) as u16,
+            follow: (a >> 50) as u16,
+        }
+    }
+}
+
+/// Nodes per [`Part`] of the graph.
+const PART_NODES: usize = 1 << 12;
+
+/// The arcs of [`PART_NODES`] consecutive nodes, built together (parts are never concatenated,
+/// so the graph's peak memory is its size, not twice that).
+struct Part {
+    /// Where each node's arcs end.
+    ends: Vec<u32>,
+    arcs: Vec<u64>,
     /// Whether the side to move has a move out of the set that does not lose for it.
     escapes: Vec<bool>,
+}
+
+/// The positions a check works on, with their moves inside the set. Moves out of the set only
+/// matter to the offender: one that does not lose for it is an escape.
+struct Net {
+    nodes: Nodes,
+    /// Nodes with Red to move (they come first).
+    red: usize,
+    parts: Vec<Part>,
     /// For each flat position of the source's placement, the piece's flat position in the
     /// target's (followed by its square, through a mirror image if the target is stored
     /// mirrored).
@@ -125,16 +279,34 @@ fn split(size: u64, e: u64) -> (Color, u64) {
 }
 
 impl Net {
-    fn node(&self, side: Color, slot: u64) -> Option<usize> {
-        self.keys.binary_search(&entry(self.size, side, slot)).ok()
+    fn len(&self) -> usize {
+        self.nodes.len
     }
 
     fn side(&self, n: usize) -> Color {
-        split(self.size, self.keys[n]).0
+        if n < self.red {
+            Color::Red
+        } else {
+            Color::Black
+        }
     }
 
-    fn arcs(&self, n: usize) -> &[Arc] {
-        &self.arcs[self.start[n] as usize..self.start[n + 1] as usize]
+    /// The entry of node `n`.
+    fn entry_of(&self, n: usize) -> u64 {
+        self.nodes.entries_from(n).next().expect("a node")
+    }
+
+    fn escapes(&self, n: usize) -> bool {
+        self.parts[n / PART_NODES].escapes[n % PART_NODES]
+    }
+
+    fn arcs(&self, n: usize) -> impl Iterator<Item = Arc> + Clone + '_ {
+        let part = &self.parts[n / PART_NODES];
+        let i = n % PART_NODES;
+        let from = if i == 0 { 0 } else { part.ends[i - 1] as usize };
+        part.arcs[from..part.ends[i] as usize]
+            .iter()
+            .map(|&a| Arc::unpack(a))
     }
 
     /// The flat position after arc `a` of the piece at flat position `i` before it.
@@ -172,14 +344,14 @@ fn follow(pieces: &[xiangqi::Piece], src: &[u8], dst: &[u8], m: Move) -> [u8; MA
     out
 }
 
-/// Builds the graph over `keys` (sorted entries): for each node its quiet moves into another
-/// node, with their classes, and whether it has a move out of the set that does not lose for
-/// its mover. `won` says whether a position out of the set is won for its side to move, so
-/// that the move into it loses for the mover.
+/// Builds the graph over `nodes`: for each node its quiet moves into another node, with their
+/// classes, and whether it has a move out of the set that does not lose for its mover. `won`
+/// says whether a position out of the set is won for its side to move, so that the move into it
+/// loses for the mover.
 fn build(
     table: &Table,
     deps: &dyn Probe,
-    keys: Vec<u64>,
+    nodes: Nodes,
     won: &(dyn Fn(Value) -> bool + Sync),
 ) -> Result<Net, Box<VerifyError>> {
     let index = table.index();
@@ -187,74 +359,81 @@ fn build(
     let pieces = index.piece_list();
     let identical = (1..pieces.len()).any(|i| pieces[i] == pieces[i - 1]);
     let follows = Mutex::new(Vec::<[u8; MAX_PIECES]>::new());
-    // Chunks keep the per-node overhead out of the peak memory.
-    let parts: Vec<(Vec<Arc>, Vec<u32>, Vec<bool>)> = keys
-        .par_chunks(4096)
-        .map(|chunk| {
+    let parts: Vec<Part> = (0..nodes.len.div_ceil(PART_NODES))
+        .into_par_iter()
+        .map(|p| {
             let mut pos = SlotPosition::new(index, &pieces);
-            let mut part = (
-                Vec::new(),
-                Vec::with_capacity(chunk.len()),
-                Vec::with_capacity(chunk.len()),
-            );
-            for &e in chunk {
+            let count = PART_NODES.min(nodes.len - p * PART_NODES);
+            let mut part = Part {
+                ends: Vec::with_capacity(count),
+                arcs: Vec::new(),
+                escapes: Vec::with_capacity(count),
+            };
+            for e in nodes.entries_from(p * PART_NODES).take(count) {
                 let (side, slot) = split(size, e);
                 let mut src = [0u8; MAX_PIECES];
                 if identical {
                     index.decode(slot, &mut src);
                 }
+                let follow_of = |m: Move, q: u64| -> Result<u16, Box<VerifyError>> {
+                    if !identical {
+                        return Ok(0);
+                    }
+                    let mut dst = [0u8; MAX_PIECES];
+                    index.decode(q, &mut dst);
+                    let f = follow(&pieces, &src, &dst, m);
+                    if (0..pieces.len()).all(|i| f[i] as usize == i) {
+                        return Ok(0);
+                    }
+                    let mut all = follows.lock().expect("follow maps");
+                    let k = match all.iter().position(|x| *x == f) {
+                        Some(k) => k,
+                        None if all.len() < MAX_FOLLOWS => {
+                            all.push(f);
+                            all.len() - 1
+                        }
+                        None => {
+                            return Err(fail(
+                                table,
+                                side,
+                                slot,
+                                &pos_board(index, side, slot),
+                                "too many ways of following identical pieces".into(),
+                            ));
+                        }
+                    };
+                    Ok(k as u16 + 1)
+                };
                 let escapes = node_arcs(
                     table,
                     deps,
-                    &keys,
+                    &nodes,
                     won,
                     &mut pos,
                     side,
                     slot,
-                    |m, q| {
-                        if !identical {
-                            return 0;
-                        }
-                        let mut dst = [0u8; MAX_PIECES];
-                        index.decode(q, &mut dst);
-                        let f = follow(&pieces, &src, &dst, m);
-                        if (0..pieces.len()).all(|i| f[i] as usize == i) {
-                            return 0;
-                        }
-                        let mut all = follows.lock().expect("follow maps");
-                        let k = all.iter().position(|x| *x == f).unwrap_or_else(|| {
-                            all.push(f);
-                            all.len() - 1
-                        });
-                        k as u16 + 1
-                    },
-                    &mut part.0,
+                    follow_of,
+                    &mut part.arcs,
                 )?;
-                part.1.push(part.0.len() as u32);
-                part.2.push(escapes);
+                part.ends.push(part.arcs.len() as u32);
+                part.escapes.push(escapes);
             }
+            part.arcs.shrink_to_fit();
             Ok(part)
         })
         .collect::<Result<_, Box<VerifyError>>>()?;
-    let mut start = Vec::with_capacity(keys.len() + 1);
-    start.push(0u32);
-    let mut arcs = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
-    let mut escapes = Vec::with_capacity(keys.len());
-    for (a, ends, e) in parts {
-        let base = arcs.len() as u32;
-        start.extend(ends.iter().map(|&end| base + end));
-        arcs.extend(a);
-        escapes.extend(e);
-    }
+    let red = nodes.entries_from(0).take_while(|&e| e < size).count();
     Ok(Net {
-        size,
-        keys,
-        start,
-        arcs,
-        escapes,
+        nodes,
+        red,
+        parts,
         follows: follows.into_inner().expect("follow maps"),
         pieces,
     })
+}
+
+fn pos_board(index: &xqtb_core::TableIndex, side: Color, slot: u64) -> Board {
+    index.board(slot, side).expect("a legal slot")
 }
 
 /// Pushes the arcs of node (`side`, `slot`) onto `out`; returns whether it escapes.
@@ -262,13 +441,13 @@ fn build(
 fn node_arcs(
     table: &Table,
     deps: &dyn Probe,
-    keys: &[u64],
+    nodes: &Nodes,
     won: &(dyn Fn(Value) -> bool + Sync),
     pos: &mut SlotPosition,
     side: Color,
     slot: u64,
-    mut follow_of: impl FnMut(Move, u64) -> u16,
-    out: &mut Vec<Arc>,
+    mut follow_of: impl FnMut(Move, u64) -> Result<u16, Box<VerifyError>>,
+    out: &mut Vec<u64>,
 ) -> Result<bool, Box<VerifyError>> {
     let size = table.index().size();
     let them = side.opponent();
@@ -289,7 +468,7 @@ fn node_arcs(
             if code == Value::ILLEGAL_CODE {
                 continue;
             }
-            if let Ok(n) = keys.binary_search(&entry(size, them, q)) {
+            if let Some(n) = nodes.rank(entry(size, them, q)) {
                 let classes = classes.get_or_insert_with(|| Classifier::new(board));
                 let (class, chased) = match classes.class(m) {
                     MoveClass::Idle => (0, 0),
@@ -302,12 +481,15 @@ fn node_arcs(
                         (2, bits)
                     }
                 };
-                out.push(Arc {
-                    to: n as u32,
-                    class,
-                    chased,
-                    follow: follow_of(m, q),
-                });
+                out.push(
+                    Arc {
+                        to: n as u32,
+                        class,
+                        chased,
+                        follow: follow_of(m, q)?,
+                    }
+                    .pack(),
+                );
                 continue;
             }
             Value::decode(code)
@@ -349,7 +531,7 @@ impl Net {
     /// set or lose, and the winner can stay in the set while meeting each of its conditions
     /// infinitely often.
     fn trapped(&self, winner: Color, rule: Rule) -> Vec<bool> {
-        let n = self.keys.len();
+        let n = self.len();
         let victims: Vec<Option<usize>> = match rule {
             Rule::PerpetualCheck => vec![None],
             Rule::PerpetualChase => self.flats_of(winner).into_iter().map(Some).collect(),
@@ -360,7 +542,7 @@ impl Net {
         }
         // The trap states: (node, followed victim).
         let mut y: Vec<bool> = (0..n * nv)
-            .map(|s| self.side(s / nv) == winner || !self.escapes[s / nv])
+            .map(|s| self.side(s / nv) == winner || !self.escapes(s / nv))
             .collect();
         // The winner's conditions: a non-check; for chases also, per offender piece, a move
         // that does not chase it.
@@ -397,7 +579,7 @@ impl Net {
         victims: &[Option<usize>],
         cond: Option<usize>,
     ) -> Vec<bool> {
-        let n = self.keys.len();
+        let n = self.len();
         let nv = victims.len();
         // Extended states: (node, victim index, followed offender piece's flat position); when
         // pieces never change flat positions the followed piece is `cond` throughout.
@@ -434,8 +616,8 @@ impl Net {
                             continue;
                         }
                         let ok = if !offender {
-                            arcs.iter().any(|a| {
-                                let Some(v2) = next_v(a, v) else {
+                            arcs.clone().any(|a| {
+                                let Some(v2) = next_v(&a, v) else {
                                     return false;
                                 };
                                 let t = a.to as usize;
@@ -446,12 +628,12 @@ impl Net {
                                     None => a.class != 1,
                                     Some(_) => !(a.class == 2 && a.chased & (1 << flat_u(u)) != 0),
                                 };
-                                good || won[idx(t, v2, next_u(a, u))]
+                                good || won[idx(t, v2, next_u(&a, u))]
                             })
                         } else {
-                            !self.escapes[node]
-                                && !arcs.is_empty()
-                                && arcs.iter().all(|a| {
+                            !self.escapes(node)
+                                && arcs.clone().next().is_some()
+                                && arcs.clone().all(|a| {
                                     let offence = match (rule, victims[v]) {
                                         (Rule::PerpetualCheck, _) => a.class == 1,
                                         (Rule::PerpetualChase, Some(f)) => {
@@ -462,11 +644,11 @@ impl Net {
                                     if !offence {
                                         return false;
                                     }
-                                    let Some(v2) = next_v(a, v) else {
+                                    let Some(v2) = next_v(&a, v) else {
                                         return false;
                                     };
                                     let t = a.to as usize;
-                                    y[t * nv + v2] && won[idx(t, v2, next_u(a, u))]
+                                    y[t * nv + v2] && won[idx(t, v2, next_u(&a, u))]
                                 })
                         };
                         if ok {
@@ -492,77 +674,73 @@ impl Net {
     }
 }
 
-/// The entries (side-major) among both sides whose code `pick` accepts, in order.
-fn entries_where(table: &Table, pick: impl Fn(u16) -> bool + Sync) -> Vec<u64> {
-    let size = table.index().size();
-    Color::ALL
-        .iter()
-        .flat_map(|&side| {
-            let codes = table.codes(side);
-            let pick = &pick;
-            codes
-                .par_chunks(crate::CHUNK_SLOTS as usize)
-                .enumerate()
-                .flat_map_iter(move |(c, chunk)| {
-                    let base = c as u64 * crate::CHUNK_SLOTS;
-                    chunk
-                        .iter()
-                        .enumerate()
-                        .filter(|&(_, &code)| pick(code))
-                        .map(move |(i, _)| entry(size, side, base + i as u64))
-                        .collect::<Vec<_>>()
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-/// `nodes` (sorted entries) and the entries their quiet legal moves lead to that `pick`
-/// accepts, sorted.
-fn with_successors(table: &Table, nodes: &[u64], pick: impl Fn(u16) -> bool + Sync) -> Vec<u64> {
+/// Adds to `set` the entries its entries' quiet legal moves lead to whose code `pick` accepts
+/// (and, when `seeds` is given, first the entries whose code `seeds` accepts).
+fn add_successors(
+    table: &Table,
+    set: &EntrySet,
+    seeds: Option<&(dyn Fn(u16) -> bool + Sync)>,
+    pick: &(dyn Fn(u16) -> bool + Sync),
+) {
     let index = table.index();
     let size = index.size();
     let pieces = index.piece_list();
-    let mut keys: Vec<u64> = nodes
-        .par_chunks(1024)
-        .flat_map_iter(|chunk| {
-            let mut pos = SlotPosition::new(index, &pieces);
-            let mut out = Vec::new();
-            for &e in chunk {
-                out.push(e);
-                let (side, slot) = split(size, e);
-                if !pos.load(slot, side) {
-                    continue;
-                }
-                let next = table.codes(side.opponent());
-                let (board, moves, slots) = pos.successors(|_| {});
-                for (i, m) in moves.iter().enumerate() {
-                    if board.is_empty(m.to()) && pick(next[slots[i]]) {
-                        out.push(entry(size, side.opponent(), slots[i] as u64));
-                    }
-                }
+    let visit = |pos: &mut SlotPosition, out: &EntrySet, e: u64| {
+        let (side, slot) = split(size, e);
+        if !pos.load(slot, side) {
+            return;
+        }
+        let next = table.codes(side.opponent());
+        let (board, moves, slots) = pos.successors(|_| {});
+        for (i, m) in moves.iter().enumerate() {
+            if board.is_empty(m.to()) && pick(next[slots[i]]) {
+                out.insert(entry(size, side.opponent(), slots[i] as u64));
             }
-            out
-        })
-        .collect();
-    keys.par_sort_unstable();
-    keys.dedup();
-    keys
+        }
+    };
+    match seeds {
+        Some(seeds) => {
+            for side in Color::ALL {
+                let codes = table.codes(side);
+                codes
+                    .par_chunks(crate::CHUNK_SLOTS as usize)
+                    .enumerate()
+                    .for_each(|(c, chunk)| {
+                        let mut pos = SlotPosition::new(index, &pieces);
+                        let base = c as u64 * crate::CHUNK_SLOTS;
+                        for (i, &code) in chunk.iter().enumerate() {
+                            if seeds(code) {
+                                let e = entry(size, side, base + i as u64);
+                                set.insert(e);
+                                visit(&mut pos, set, e);
+                            }
+                        }
+                    });
+            }
+        }
+        None => {
+            // Successors go to a set of their own, so that they are not visited in turn.
+            let found = EntrySet::new(size);
+            set.par_entries().for_each(|entries| {
+                let mut pos = SlotPosition::new(index, &pieces);
+                for e in entries {
+                    visit(&mut pos, &found, e);
+                }
+            });
+            set.union(found);
+        }
+    }
 }
 
 /// The rule checks of an Asian table (see the module documentation); `forced_draws` are the
-/// drawn entries (side-major) whose side to move the local pass found forced to offend.
+/// drawn entries whose side to move the local pass found forced to offend.
 pub(crate) fn check(
     table: &Table,
     deps: &dyn Probe,
-    mut forced_draws: Vec<u64>,
+    forced_draws: EntrySet,
 ) -> Result<(), Box<VerifyError>> {
     let index = table.index();
     let size = index.size();
-    let decode_rule = |c: u16| match Value::decode(c) {
-        Value::RuleLoss(r) | Value::RuleWin(r) => Some(r),
-        _ => None,
-    };
     let mut rounds: Vec<u8> = Color::ALL
         .iter()
         .flat_map(|&side| {
@@ -579,13 +757,19 @@ pub(crate) fn check(
     rounds.sort_unstable();
     rounds.dedup();
     for round in rounds {
-        let terminal = |c: u16| matches!(Value::decode(c), Value::RuleLoss(r) if r.round == round && r.plies == 0);
-        let terms = entries_where(table, terminal);
+        let terminal = |c: u16| -> Option<Rule> {
+            match Value::decode(c) {
+                Value::RuleLoss(r) if r.round == round && r.plies == 0 => Some(r.rule),
+                _ => None,
+            }
+        };
         // Nodes: the terminals and the positions of this round their quiet moves lead to.
-        let keys = with_successors(
+        let set = EntrySet::new(size);
+        add_successors(
             table,
-            &terms,
-            |c| matches!(Value::decode(c), Value::RuleWin(r) if r.round == round),
+            &set,
+            Some(&|c| terminal(c).is_some()),
+            &|c| matches!(Value::decode(c), Value::RuleWin(r) if r.round == round),
         );
         // Out of the graph, an offender's move loses when it leads to a position decided before
         // this round as won for the side to move there.
@@ -595,21 +779,19 @@ pub(crate) fn check(
             _ => false,
         };
         let t0 = std::time::Instant::now();
-        let net = build(table, deps, keys, &before_round)?;
+        let net = build(table, deps, set.into_nodes(), &before_round)?;
         tracing::debug!(
             round,
-            nodes = net.keys.len(),
-            arcs = net.arcs.len(),
+            nodes = net.len(),
             secs = t0.elapsed().as_secs_f64(),
             "rule check graph"
         );
         let mut trapped = std::collections::HashMap::new();
-        for &e in &terms {
+        for (node, e) in net.nodes.entries_from(0).enumerate() {
             let (side, slot) = split(size, e);
-            let rule = decode_rule(table.codes(side)[slot as usize])
-                .expect("a terminal")
-                .rule;
-            let node = net.node(side, slot).expect("a node");
+            let Some(rule) = terminal(table.codes(side)[slot as usize]) else {
+                continue;
+            };
             let winner = side.opponent();
             let check = trapped
                 .entry((winner, Rule::PerpetualCheck))
@@ -624,12 +806,11 @@ pub(crate) fn check(
                 }
             };
             if !ok {
-                let b = index.board(slot, side).expect("a legal slot");
                 return Err(fail(
                     table,
                     side,
                     slot,
-                    &b,
+                    &pos_board(index, side, slot),
                     format!(
                         "stored as lost by {} in round {round}, but the positions around it do not trap it",
                         rule.name()
@@ -642,28 +823,24 @@ pub(crate) fn check(
     if forced_draws.is_empty() {
         return Ok(());
     }
-    forced_draws.par_sort_unstable();
-    let keys = with_successors(table, &forced_draws, |c| c == Value::DRAW_CODE);
-    drop(forced_draws);
+    add_successors(table, &forced_draws, None, &|c| c == Value::DRAW_CODE);
     let won = |v: Value| v.is_win();
     let t0 = std::time::Instant::now();
-    let net = build(table, deps, keys, &won)?;
+    let net = build(table, deps, forced_draws.into_nodes(), &won)?;
     tracing::debug!(
-        nodes = net.keys.len(),
-        arcs = net.arcs.len(),
+        nodes = net.len(),
         secs = t0.elapsed().as_secs_f64(),
         "draw check graph"
     );
     for winner in Color::ALL {
         for rule in [Rule::PerpetualCheck, Rule::PerpetualChase] {
             if let Some(n) = net.trapped(winner, rule).iter().position(|&t| t) {
-                let (side, slot) = split(size, net.keys[n]);
-                let b = index.board(slot, side).expect("a legal slot");
+                let (side, slot) = split(size, net.entry_of(n));
                 return Err(fail(
                     table,
                     side,
                     slot,
-                    &b,
+                    &pos_board(index, side, slot),
                     format!(
                         "stored as a draw, but its side to move is trapped into {}",
                         rule.name()

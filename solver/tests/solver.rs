@@ -157,3 +157,69 @@ fn capture_leads_agree_with_general_probing() {
         );
     }
 }
+
+/// The table of `s` under the Asian rules.
+fn asian(s: Signature) -> TableId {
+    TableId::new(RuleSet::Asian, s)
+}
+
+#[test]
+fn verifier_catches_corrupted_rule_values() {
+    use xqtb_core::{Rule, RuleValue};
+    let s = sig("KRvKN");
+    let tables = solve_closure_in_memory(&[s], RuleSet::Asian, |_, _| {}).unwrap();
+    let good = tables.get(&asian(s)).unwrap().as_ref().clone();
+    let deps = tables.clone();
+    assert!(verify(&good, &deps).is_ok());
+    let find = |side: Color, want: &dyn Fn(Value) -> bool| {
+        let codes = good.codes(side);
+        (0..codes.len())
+            .find(|&i| want(Value::decode(codes[i])))
+            .expect("such a slot exists")
+    };
+    let terminal = |v: Value| matches!(v, Value::RuleLoss(r) if r.plies == 0);
+    let t = find(Color::Black, &terminal);
+    let Value::RuleLoss(r) = good.value(Color::Black, t as u64) else {
+        unreachable!()
+    };
+    let other_rule = match r.rule {
+        Rule::PerpetualCheck => Rule::PerpetualChase,
+        Rule::PerpetualChase => Rule::PerpetualCheck,
+    };
+    let draw = find(Color::Black, &|v| v == Value::Draw);
+    let corruptions: Vec<(Color, usize, Value, &str)> = vec![
+        // A terminal whose rule is not the one that traps it.
+        (
+            Color::Black,
+            t,
+            Value::RuleLoss(RuleValue {
+                rule: other_rule,
+                ..r
+            }),
+            "trap",
+        ),
+        // A draw stored as lost by rule: nothing traps it.
+        (Color::Black, draw, Value::RuleLoss(r), "trap"),
+        // A terminal stored as a draw: its predecessors' rule wins lose their ground.
+        (Color::Black, t, Value::Draw, ""),
+    ];
+    for (side, slot, bad, why) in corruptions {
+        let mut c = good.clone();
+        c.codes_mut(side)[slot] = bad.encode();
+        let err = verify(&c, &deps).expect_err("corruption must be caught");
+        assert_eq!(err.signature, s);
+        assert!(err.to_string().contains(why), "{err}");
+    }
+    // Every rule value forgotten (stored as a draw) leaves the mate values consistent one ply
+    // deep: only the search for missed traps among the draws can tell.
+    let mut c = good.clone();
+    for side in Color::ALL {
+        for code in c.codes_mut(side) {
+            if Value::decode(*code).rule().is_some() {
+                *code = Value::Draw.encode();
+            }
+        }
+    }
+    let err = verify(&c, &deps).expect_err("missing rule values must be caught");
+    assert!(err.to_string().contains("trapped into"), "{err}");
+}
