@@ -35,7 +35,7 @@ pub struct CoordinatorArgs {
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     plan: Vec<String>,
     /// Rule set of requests that name none (and of --plan).
-    #[arg(long, default_value = "cycles-are-draws")]
+    #[arg(long, default_value = "asian")]
     rules: RuleSet,
     /// Lease time-to-live in seconds (renewed by heartbeats).
     #[arg(long, default_value_t = 30)]
@@ -102,7 +102,7 @@ pub struct GenerateArgs {
     #[arg(long)]
     threads: Option<usize>,
     /// Rule set to solve under.
-    #[arg(long, default_value = "cycles-are-draws")]
+    #[arg(long, default_value = "asian")]
     rules: RuleSet,
 }
 
@@ -547,10 +547,11 @@ pub fn query(args: QueryArgs) -> Result<()> {
             println!("{}", serde_json::to_string(&r)?);
         } else {
             let table = r.table.as_deref().unwrap_or("no table needed");
-            let v = probe::value_text(r.category, r.dtm_plies, r.rule, r.rule_plies);
+            let v = probe::value_text(r.category, r.dtm_plies, r.rule, r.rule_plies, r.rule_round);
             println!("{} ({table}, {}): {v}", r.fen, r.rules);
             for m in &r.moves {
-                let v = probe::value_text(m.category, m.dtm_plies, m.rule, m.rule_plies);
+                let v =
+                    probe::value_text(m.category, m.dtm_plies, m.rule, m.rule_plies, m.rule_round);
                 println!("  {} {} {}: {v}", m.iccs, m.chinese, m.wxf);
             }
         }

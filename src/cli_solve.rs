@@ -23,7 +23,7 @@ pub struct SolveArgs {
     #[arg(long)]
     threads: Option<usize>,
     /// Rule set for repetitions.
-    #[arg(long, default_value = "cycles-are-draws")]
+    #[arg(long, default_value = "asian")]
     rules: RuleSet,
     /// Directory of the table store (created if needed).
     #[arg(long, default_value = crate::cli_tables::DEFAULT_DATA)]

@@ -67,7 +67,7 @@ fn open_existing_store(dir: &Path) -> Result<SledStore> {
 #[derive(Args)]
 pub struct ProbeArgs {
     /// Rule set of the tables to read.
-    #[arg(long, default_value = "cycles-are-draws")]
+    #[arg(long, default_value = "asian")]
     rules: RuleSet,
     /// Position in FEN (quote it).
     #[arg(required_unless_present = "batch", conflicts_with = "batch")]
@@ -86,7 +86,7 @@ pub struct ProbeArgs {
 #[derive(Args)]
 pub struct MainlineArgs {
     /// Rule set of the tables to read.
-    #[arg(long, default_value = "cycles-are-draws")]
+    #[arg(long, default_value = "asian")]
     rules: RuleSet,
     /// Position in FEN (quote it).
     fen: String,
@@ -103,7 +103,7 @@ pub struct ExportArgs {
     /// The table, e.g. KRNvKR.
     signature: String,
     /// Rule set of the table.
-    #[arg(long, default_value = "cycles-are-draws")]
+    #[arg(long, default_value = "asian")]
     rules: RuleSet,
     /// The shard file to write.
     #[arg(short, long)]
@@ -130,7 +130,7 @@ pub struct VerifyArgs {
     /// The table, e.g. KRNvKR.
     signature: String,
     /// Rule set of the table.
-    #[arg(long, default_value = "cycles-are-draws")]
+    #[arg(long, default_value = "asian")]
     rules: RuleSet,
     /// Worker threads (default: all cores).
     #[arg(long)]

@@ -9,7 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use xqtb_core::{JobKey, RuleSet, Signature, TableId};
 
-const RULES: RuleSet = RuleSet::CyclesAreDraws;
+/// The rule set of requests that name none (the coordinator's default).
+const RULES: RuleSet = RuleSet::Asian;
 
 /// The signature a job status names.
 fn sig_of(j: &JobStatus) -> String {

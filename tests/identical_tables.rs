@@ -48,6 +48,8 @@ fn reference_tables_are_byte_identical_to_the_recorded_ones() {
         run(&[
             "export",
             table,
+            "--rules",
+            "cycles-are-draws",
             "-o",
             file.to_str().unwrap(),
             "--data",

@@ -8,10 +8,12 @@ use thiserror::Error;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum RuleSet {
     /// Any position retrograde analysis does not resolve is a draw: cycles never decide a game.
-    #[default]
+    /// The only rule set of the first versions; tables stored then keep it.
     CyclesAreDraws,
     /// The Asian (AXF/WXF) rules: a side that can only avoid losing by checking for ever, or by
-    /// chasing one piece for ever, loses (see `docs/repetition-rules.md`).
+    /// chasing one piece for ever, loses (see `docs/repetition-rules.md`). The default for new
+    /// tables.
+    #[default]
     Asian,
 }
 

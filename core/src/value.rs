@@ -211,6 +211,15 @@ impl Value {
         }
     }
 
+    /// The round of the rule analysis that decided a rule value (see `docs/repetition-rules.md`:
+    /// the winner prefers earlier rounds, then fewer plies).
+    pub const fn rule_round(self) -> Option<u8> {
+        match self {
+            Value::RuleWin(r) | Value::RuleLoss(r) => Some(r.round),
+            _ => None,
+        }
+    }
+
     /// Whether the side to move wins (by mate or by rule).
     pub const fn is_win(self) -> bool {
         matches!(self, Value::Win(_) | Value::RuleWin(_))

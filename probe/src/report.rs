@@ -4,7 +4,9 @@
 //! move: for the side to move after it); `dtm_plies` the distance to mate in plies, `null` for
 //! draws and for values a repetition rule decides; `rule` names that rule (`perpetual-check`,
 //! `perpetual-chase`, `null` otherwise) and `rule_plies` the plies until the losing side is
-//! forced into the perpetual offence (0 when it is so now).
+//! forced into the perpetual offence (0 when it is so now), `rule_round` the round of the rule
+//! analysis that decided it (the winner prefers earlier rounds, then fewer plies; see
+//! `docs/repetition-rules.md`).
 
 use crate::prober::{LineEnd, MainLine, MoveInfo, ProbeResult};
 use serde::{Deserialize, Serialize};
@@ -71,21 +73,23 @@ impl From<Color> for Side {
 }
 
 /// A value in words, from the report fields: `win in 25 plies`, `draw`, `loss by the
-/// perpetual-check rule in 2 plies`.
+/// perpetual-check rule in 2 plies (round 1)`.
 pub fn value_text(
     category: Category,
     dtm_plies: Option<u16>,
     rule: Option<RuleName>,
     rule_plies: Option<u16>,
+    rule_round: Option<u8>,
 ) -> String {
     match (category, dtm_plies, rule) {
         (Category::Draw, _, _) => "draw".into(),
         (c, Some(d), _) => format!("{} in {d} plies", c.name()),
         (c, None, Some(r)) => format!(
-            "{} by the {} rule in {} plies",
+            "{} by the {} rule in {} plies (round {})",
             c.name(),
             r.name(),
-            rule_plies.unwrap_or(0)
+            rule_plies.unwrap_or(0),
+            rule_round.unwrap_or(0)
         ),
         (c, None, None) => c.name().into(),
     }
@@ -108,6 +112,9 @@ pub struct MoveReport {
     pub rule: Option<RuleName>,
     /// Plies until the rule applies, for rule-decided values.
     pub rule_plies: Option<u16>,
+    /// The round of the rule analysis that decided it (a win of an earlier round is preferred
+    /// to one with fewer plies of a later round), for rule-decided values.
+    pub rule_round: Option<u8>,
     /// The position after the move (main lines only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fen: Option<String>,
@@ -123,6 +130,7 @@ impl MoveReport {
             dtm_plies: m.value.dtm_plies(),
             rule: m.value.rule().map(RuleName::from),
             rule_plies: m.value.rule_plies(),
+            rule_round: m.value.rule_round(),
             fen,
         }
     }
@@ -148,6 +156,9 @@ pub struct ProbeReport {
     pub rule: Option<RuleName>,
     /// Plies until the rule applies, for rule-decided values.
     pub rule_plies: Option<u16>,
+    /// The round of the rule analysis that decided it (a win of an earlier round is preferred
+    /// to one with fewer plies of a later round), for rule-decided values.
+    pub rule_round: Option<u8>,
     /// Every legal move, best first for the side to move.
     pub moves: Vec<MoveReport>,
 }
@@ -163,6 +174,7 @@ impl From<&ProbeResult> for ProbeReport {
             dtm_plies: r.value.dtm_plies(),
             rule: r.value.rule().map(RuleName::from),
             rule_plies: r.value.rule_plies(),
+            rule_round: r.value.rule_round(),
             moves: r.moves.iter().map(|m| MoveReport::of(m, None)).collect(),
         }
     }
@@ -185,6 +197,9 @@ pub struct MainlineReport {
     pub rule: Option<RuleName>,
     /// Plies until the rule applies, for rule-decided values.
     pub rule_plies: Option<u16>,
+    /// The round of the rule analysis that decided it (a win of an earlier round is preferred
+    /// to one with fewer plies of a later round), for rule-decided values.
+    pub rule_round: Option<u8>,
     /// Plies in the line.
     pub plies: usize,
     /// How the line ends: `mate`, `stalemate` (no legal move without being in check: also a
@@ -216,6 +231,7 @@ impl From<&MainLine> for MainlineReport {
             dtm_plies: line.value.dtm_plies(),
             rule: line.value.rule().map(RuleName::from),
             rule_plies: line.value.rule_plies(),
+            rule_round: line.value.rule_round(),
             plies: line.moves.len(),
             end: line.end.name().into(),
             moves,

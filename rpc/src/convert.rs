@@ -155,6 +155,16 @@ fn dtm(d: Option<u32>) -> Result<Option<u16>, ConvertError> {
     .transpose()
 }
 
+fn round(r: Option<u32>) -> Result<Option<u8>, ConvertError> {
+    r.map(|r| {
+        u8::try_from(r).map_err(|_| ConvertError::BadValue {
+            field: "rule_round",
+            value: r.to_string(),
+        })
+    })
+    .transpose()
+}
+
 fn move_value(m: &MoveReport) -> pb::MoveValue {
     pb::MoveValue {
         iccs: m.iccs.clone(),
@@ -165,6 +175,7 @@ fn move_value(m: &MoveReport) -> pb::MoveValue {
         fen: m.fen.clone().unwrap_or_default(),
         rule: rule_name(m.rule),
         rule_plies: m.rule_plies.map(u32::from),
+        rule_round: m.rule_round.map(u32::from),
     }
 }
 
@@ -174,6 +185,7 @@ fn move_report(m: pb::MoveValue) -> Result<MoveReport, ConvertError> {
         dtm_plies: dtm(m.dtm_plies)?,
         rule: parse_rule(&m.rule)?,
         rule_plies: dtm(m.rule_plies)?,
+        rule_round: round(m.rule_round)?,
         iccs: m.iccs,
         chinese: m.chinese,
         wxf: m.wxf,
@@ -189,6 +201,7 @@ pub fn probe_response(r: &ProbeReport) -> pb::ProbeResponse {
         dtm_plies: r.dtm_plies.map(u32::from),
         rule: rule_name(r.rule),
         rule_plies: r.rule_plies.map(u32::from),
+        rule_round: r.rule_round.map(u32::from),
         table: r.table.clone().unwrap_or_default(),
         moves: r.moves.iter().map(move_value).collect(),
         side_to_move: side_name(r.side_to_move).into(),
@@ -205,6 +218,7 @@ pub fn probe_report(r: pb::ProbeResponse) -> Result<ProbeReport, ConvertError> {
         dtm_plies: dtm(r.dtm_plies)?,
         rule: parse_rule(&r.rule)?,
         rule_plies: dtm(r.rule_plies)?,
+        rule_round: round(r.rule_round)?,
         moves: r
             .moves
             .into_iter()
@@ -223,6 +237,7 @@ pub fn mainline_response(r: &MainlineReport) -> pb::MainlineResponse {
         dtm_plies: r.dtm_plies.map(u32::from),
         rule: rule_name(r.rule),
         rule_plies: r.rule_plies.map(u32::from),
+        rule_round: r.rule_round.map(u32::from),
         moves: r.moves.iter().map(move_value).collect(),
         cycle: r.cycle.iter().map(move_value).collect(),
         ending: r.end.clone(),
@@ -255,6 +270,7 @@ pub fn mainline_report(r: pb::MainlineResponse) -> Result<MainlineReport, Conver
         dtm_plies: dtm(r.dtm_plies)?,
         rule: parse_rule(&r.rule)?,
         rule_plies: dtm(r.rule_plies)?,
+        rule_round: round(r.rule_round)?,
         cycle,
         plies: moves.len(),
         moves,
@@ -294,6 +310,7 @@ mod tests {
             dtm_plies: Some(12),
             rule: None,
             rule_plies: None,
+            rule_round: None,
             fen: None,
         };
         let probe = ProbeReport {
@@ -305,6 +322,7 @@ mod tests {
             dtm_plies: None,
             rule: Some(RuleName::PerpetualCheck),
             rule_plies: Some(3),
+            rule_round: Some(2),
             moves: vec![m.clone()],
         };
         assert_eq!(probe_report(probe_response(&probe)), Ok(probe));
@@ -316,6 +334,7 @@ mod tests {
             dtm_plies: None,
             rule: None,
             rule_plies: None,
+            rule_round: None,
             plies: 1,
             end: "perpetual-chase".into(),
             moves: vec![MoveReport {
