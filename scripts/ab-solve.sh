@@ -3,6 +3,8 @@
 # builds on a noisy machine: A B A B ..., one line per run with CPU seconds (user + system),
 # wall seconds and peak RSS from /proc (the binary reports them itself), then the medians.
 #   scripts/ab-solve.sh A_BINARY B_BINARY RUNS SIGNATURE [solve args...]
+# A_ARGS and B_ARGS add arguments to one side only, e.g. to compare rule sets with one binary:
+#   A_ARGS="--rules cycles-are-draws" B_ARGS="--rules asian" scripts/ab-solve.sh X X 3 KRNvKR
 set -euo pipefail
 a=${1:?usage: ab-solve.sh A B RUNS SIGNATURE [args...]}
 b=${2:?}
@@ -13,9 +15,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for i in $(seq "$runs"); do
   for which in A B; do
-    bin=$a; [ "$which" = B ] && bin=$b
+    bin=$a; extra=${A_ARGS:-}
+    [ "$which" = B ] && bin=$b && extra=${B_ARGS:-}
     rm -rf "$tmp/data"
-    line=$("$bin" solve "$sig" --threads 2 --data "$tmp/data" "$@" 2>/dev/null | grep '^all done')
+    line=$("$bin" solve "$sig" --threads 2 --data "$tmp/data" "$@" $extra 2>/dev/null | grep '^all done')
     cpu=$(sed -n 's/.* \([0-9.]*\) s CPU.*/\1/p' <<<"$line")
     wall=$(sed -n 's/all done: \([0-9.]*\) s wall.*/\1/p' <<<"$line")
     peak=$(sed -n 's/.*peak memory \([0-9.]*\) MB.*/\1/p' <<<"$line")
