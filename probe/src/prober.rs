@@ -602,7 +602,14 @@ impl<S: TableStore> Tablebase<S> {
                     let captured = after.make(m);
                     let v = self.value_of_legal(rules, &after);
                     after.unmake(m, captured);
-                    v?.1
+                    // A capture leaves the table: another table's rule value counts as round
+                    // 0 here, as the solver and the verifier count it, so that the move list
+                    // agrees with the stored value one ply deep.
+                    if captured.is_some() {
+                        v?.1.as_exit()
+                    } else {
+                        v?.1
+                    }
                 }
             };
             out.push(MoveInfo {
@@ -666,55 +673,35 @@ impl<S: TableStore> Tablebase<S> {
         })
     }
 
-    /// From a position lost by `rule` 0 plies away (round `round`), the offence played on until
-    /// a position repeats: the loser picks its first offending move (in the order of the move
-    /// list) that keeps the trap, the winner its first move back into a position lost by the
-    /// rule now, preferring moves that are not themselves offences. At most 60 plies.
+    /// From a position lost by `rule` 0 plies away, the offence played on until a position
+    /// repeats, in a cycle that the adjudicator ([`xiangqi::repetition::adjudicate`]) rules a
+    /// loss by `rule` for the side to move at the start. The loser plays offences (its first in
+    /// the order of the move list that keeps the position won for the other side), the winner
+    /// moves back into positions lost by a rule 0 plies away, non-offences first, and the
+    /// winner's choices are searched depth first, so that the cycle shown is one in which the
+    /// winner does not offend as much: a greedy choice can repeat a position in a cycle of the
+    /// winner's checks only, which the rule would rule against the winner. Falls back to the
+    /// first cycle found when no such cycle is found within the search's bounds.
     fn rule_cycle(
         &self,
         rules: RuleSet,
         start: &ProbeResult,
         rule: Rule,
-        round: u8,
+        _round: u8,
     ) -> Result<Vec<MoveInfo>, ProbeError> {
-        use xiangqi::repetition::{MoveClass, classify};
-        let offence = |c: MoveClass| match rule {
-            Rule::PerpetualCheck => c == MoveClass::Check,
-            Rule::PerpetualChase => matches!(c, MoveClass::Chase(_)),
+        let mut search = CycleSearch {
+            rules,
+            rule,
+            loser: start.board.side_to_move(),
+            boards: vec![start.board.clone()],
+            path: Vec::new(),
+            first: None,
+            budget: 2000,
         };
-        let mut seen = vec![start.board.clone()];
-        let mut current = start.clone();
-        let mut out = Vec::new();
-        for ply in 0..60 {
-            let loser_to_move = ply % 2 == 0;
-            let pick = current
-                .moves
-                .iter()
-                .filter(|m| current.board.is_empty(m.mv.to()))
-                .filter(|m| {
-                    if loser_to_move {
-                        matches!(m.value, Value::RuleWin(r) if r.round == round && r.plies == 1)
-                    } else {
-                        matches!(m.value, Value::RuleLoss(r) if r.round == round && r.plies == 0)
-                    }
-                })
-                .map(|m| (offence(classify(&current.board, m.mv)), m))
-                .filter(|(o, _)| !loser_to_move || *o)
-                .min_by_key(|(o, m)| (*o, m.iccs.clone()))
-                .map(|(_, m)| m.clone());
-            let Some(m) = pick else {
-                break;
-            };
-            let mut next = current.board.clone();
-            next.make(m.mv);
-            out.push(m);
-            if seen.contains(&next) {
-                break;
-            }
-            seen.push(next.clone());
-            current = self.probe_board(rules, &next)?;
+        if let Some(cycle) = search.run(self, start, 0)? {
+            return Ok(cycle);
         }
-        Ok(out)
+        Ok(search.first.unwrap_or_default())
     }
 
     /// The main line from a FEN.
@@ -731,5 +718,107 @@ impl<S: TableStore> Probe for Tablebase<S> {
 
     fn has_table(&self, id: &TableId) -> bool {
         self.with_table(id, |_| ()).is_ok()
+    }
+}
+
+/// The depth-first search behind [`Tablebase::rule_cycle`].
+struct CycleSearch {
+    rules: RuleSet,
+    rule: Rule,
+    loser: Color,
+    /// The positions of the current path, from the start.
+    boards: Vec<Board>,
+    path: Vec<MoveInfo>,
+    /// The first repetition found, whatever its verdict.
+    first: Option<Vec<MoveInfo>>,
+    /// Positions still allowed to probe.
+    budget: usize,
+}
+
+impl CycleSearch {
+    /// Longest path searched, in plies.
+    const MAX_PLIES: usize = 40;
+
+    fn candidates(&self, current: &ProbeResult) -> Vec<MoveInfo> {
+        use xiangqi::repetition::{MoveClass, classify};
+        let offence = |c: MoveClass| match self.rule {
+            Rule::PerpetualCheck => c == MoveClass::Check,
+            Rule::PerpetualChase => matches!(c, MoveClass::Chase(_)),
+        };
+        let loser_to_move = current.board.side_to_move() == self.loser;
+        let mut out: Vec<(bool, bool, &MoveInfo)> = current
+            .moves
+            .iter()
+            .filter(|m| current.board.is_empty(m.mv.to()))
+            .filter(|m| {
+                if loser_to_move {
+                    m.value.is_win()
+                } else {
+                    matches!(m.value, Value::RuleLoss(r) if r.plies == 0)
+                }
+            })
+            .map(|m| {
+                let o = offence(classify(&current.board, m.mv));
+                let direct = matches!(m.value, Value::RuleWin(r) if r.plies == 1);
+                (o, direct, m)
+            })
+            .filter(|(o, _, _)| !loser_to_move || *o)
+            .collect();
+        // The loser: moves that keep the rule's cycle first; the winner: non-offences first.
+        out.sort_by(|a, b| {
+            if loser_to_move {
+                b.1.cmp(&a.1)
+            } else {
+                a.0.cmp(&b.0)
+            }
+            .then_with(|| a.2.iccs.cmp(&b.2.iccs))
+        });
+        out.into_iter().map(|(_, _, m)| m.clone()).collect()
+    }
+
+    fn run(
+        &mut self,
+        tb: &Tablebase<impl TableStore>,
+        current: &ProbeResult,
+        ply: usize,
+    ) -> Result<Option<Vec<MoveInfo>>, ProbeError> {
+        if ply >= Self::MAX_PLIES || self.budget == 0 {
+            return Ok(None);
+        }
+        let loser_to_move = current.board.side_to_move() == self.loser;
+        for m in self.candidates(current) {
+            let mut next = current.board.clone();
+            next.make(m.mv);
+            self.path.push(m);
+            if let Some(i) = self.boards.iter().position(|b| *b == next) {
+                if self.first.is_none() {
+                    self.first = Some(self.path.clone());
+                }
+                let moves: Vec<Move> = self.path[i..].iter().map(|m| m.mv).collect();
+                let ruled =
+                    xiangqi::repetition::adjudicate(&self.boards[i], &moves).is_ok_and(|a| {
+                        matches!(a.verdict, xiangqi::repetition::Verdict::Loses { loser, offence }
+                            if loser == self.loser && offence.name() == self.rule.name())
+                    });
+                if ruled {
+                    return Ok(Some(self.path.clone()));
+                }
+            } else {
+                self.budget = self.budget.saturating_sub(1);
+                let probed = tb.probe_board(self.rules, &next)?;
+                self.boards.push(next);
+                let found = self.run(tb, &probed, ply + 1)?;
+                self.boards.pop();
+                if found.is_some() {
+                    return Ok(found);
+                }
+            }
+            self.path.pop();
+            // The loser's choice is its own: only its first offence is followed.
+            if loser_to_move {
+                break;
+            }
+        }
+        Ok(None)
     }
 }

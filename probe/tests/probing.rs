@@ -246,3 +246,54 @@ fn bad_input_gets_a_clear_error() {
         Err(ProbeError::Illegal(_))
     ));
 }
+
+/// Under the Asian rules, every rule-decided position of a table whose captures lead into
+/// another table's rule values (KRAvKN: the horse takes the advisor into KRvKN) probes without
+/// error, its best move keeps its value one ply deep (a capture's rule value counting as round
+/// 0 of this table, as the solver counts it), and its main line is as long as its distance and
+/// ends by the rule.
+#[test]
+fn asian_rule_values_agree_one_ply_deep_across_captures() {
+    let rules = xqtb_core::RuleSet::Asian;
+    let root = sig("KRAvKN");
+    let tables = solver::solve_closure_in_memory(&[root], rules, |_, _| {}).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SledStore::open(dir.path()).unwrap());
+    for s in xqtb_core::closure_of(&[root]) {
+        let t = tables.get(&xqtb_core::TableId::new(rules, s)).unwrap();
+        store.put_table(&encode_table(t)).unwrap();
+    }
+    let tb = Tablebase::new(store);
+    let table = tables.get(&xqtb_core::TableId::new(rules, root)).unwrap();
+    let (mut decided, mut through_capture) = (0, 0);
+    for (side, slot, b) in legal_positions(table) {
+        let Some(_) = table.value(side, slot).rule() else {
+            continue;
+        };
+        decided += 1;
+        let r = tb.probe_board(rules, &b).unwrap();
+        assert_eq!(r.value, table.value(side, slot), "{}", b.fen());
+        for m in &r.moves {
+            let mut after = b.clone();
+            let captured = after.make(m.mv);
+            let v = tb.probe(rules, &after).unwrap();
+            if captured.is_some() {
+                assert_eq!(m.value, v.as_exit(), "{} in {}", m.iccs, b.fen());
+                through_capture += usize::from(v.rule().is_some());
+            } else {
+                assert_eq!(m.value, v, "{} in {}", m.iccs, b.fen());
+            }
+        }
+        let line = tb.mainline(rules, &b).unwrap();
+        let (Value::RuleWin(v) | Value::RuleLoss(v)) = r.value else {
+            unreachable!()
+        };
+        assert_eq!(line.moves.len(), v.plies as usize, "{}", b.fen());
+        assert_eq!(line.end, LineEnd::Rule(v.rule), "{}", b.fen());
+    }
+    assert!(decided > 8000, "{decided}");
+    assert!(
+        through_capture > 0,
+        "no capture into a rule value was probed"
+    );
+}
