@@ -247,6 +247,15 @@ pub fn mainline(args: MainlineArgs) -> Result<()> {
         line.end.name(),
         line.end_board.fen()
     );
+    if !line.cycle.is_empty() {
+        let moves: Vec<&str> = line.cycle.iter().map(|m| m.iccs.as_str()).collect();
+        println!(
+            "the offence goes on until a position repeats: {}\n(judge it with: xqtb adjudicate \"{}\" {})",
+            moves.join(" "),
+            line.end_board.fen(),
+            moves.join(" ")
+        );
+    }
     Ok(())
 }
 
