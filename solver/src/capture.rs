@@ -5,10 +5,69 @@
 //! square gathering) millions of times. The verifier keeps the general path, so the two are
 //! checked against each other on every table.
 
-use xiangqi::{Color, PieceKind};
+use crate::position::SlotPosition;
+use crate::solve::SolveError;
+use xiangqi::{Color, Move, PieceKind};
 use xqtb_core::{
-    MAX_PIECES, Material, Orientation, Probe, RuleSet, Table, TableId, TableIndex, Value,
+    MAX_PIECES, Material, Orientation, Probe, ProbeError, RuleSet, Table, TableId, TableIndex,
+    Value,
 };
+
+/// How the solver values the captures of one table: through its leads when the dependency
+/// tables are in memory, else by probing `deps`.
+pub(crate) struct CaptureValues<'a> {
+    leads: Option<Captures<'a>>,
+    deps: &'a dyn Probe,
+    rules: RuleSet,
+    table: xqtb_core::Signature,
+}
+
+impl<'a> CaptureValues<'a> {
+    /// The capture values of `index`'s table under `rules`, from `deps`.
+    pub fn new(index: &TableIndex, rules: RuleSet, deps: &'a dyn Probe) -> CaptureValues<'a> {
+        CaptureValues {
+            leads: Captures::new(index, rules, deps),
+            deps,
+            rules,
+            table: index.signature(),
+        }
+    }
+
+    /// The value of the position the capture `m` of the loaded position leads to, for the side
+    /// to move there, as its own table stores it; `Illegal` when that position is illegal.
+    #[inline]
+    pub fn after(&self, pos: &mut SlotPosition, m: Move) -> Result<Value, SolveError> {
+        match &self.leads {
+            Some(c) => c
+                .value_after(
+                    pos.squares(),
+                    pos.flat_at(m.from()),
+                    pos.flat_at(m.to()),
+                    m.to().index() as u8,
+                    pos.board.side_to_move(),
+                )
+                .ok_or_else(|| {
+                    SolveError::Probe(
+                        self.table,
+                        ProbeError::Illegal(format!(
+                            "the capture {m} in {} has no slot in its table",
+                            pos.board.fen()
+                        )),
+                    )
+                }),
+            None => {
+                let captured = pos.board.make(m);
+                let v = self.deps.probe(self.rules, &pos.board);
+                pos.board.unmake(m, captured);
+                match v {
+                    Ok(v) => Ok(v),
+                    Err(ProbeError::Illegal(_)) => Ok(Value::Illegal),
+                    Err(e) => Err(SolveError::Probe(self.table, e)),
+                }
+            }
+        }
+    }
+}
 
 /// What capturing one piece leads into.
 enum Lead<'a> {

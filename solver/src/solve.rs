@@ -13,7 +13,7 @@
 //! a level is idempotent, so the result is the same bit for bit whatever the thread count.
 
 use crate::CHUNK_SLOTS;
-use crate::capture::Captures;
+use crate::capture::CaptureValues;
 use crate::position::{SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
@@ -288,7 +288,7 @@ impl<'a> Solver<'a> {
         let size = self.index.size();
         let chunks = size.div_ceil(CHUNK_SLOTS);
         let done = AtomicU64::new(0);
-        let captures = Captures::new(self.index, self.rules, deps);
+        let captures = CaptureValues::new(self.index, self.rules, deps);
         // Both sides to move of a slot share one placement, so each is set up once.
         let max_pending = (0..chunks)
             .into_par_iter()
@@ -327,38 +327,22 @@ impl<'a> Solver<'a> {
                         if !capture {
                             continue;
                         }
-                        let v = match &captures {
-                            Some(c) => c
-                                .value_after(
-                                    pos.squares(),
-                                    pos.flat_at(m.from()),
-                                    pos.flat_at(m.to()),
-                                    m.to().index() as u8,
-                                    side,
-                                )
-                                .ok_or_else(|| {
-                                    SolveError::Probe(
-                                        sig,
-                                        ProbeError::Illegal(format!(
-                                            "the capture {m} in {} has no slot in its table",
-                                            pos.board.fen()
-                                        )),
-                                    )
-                                }),
-                            None => {
-                                let captured = pos.board.make(m);
-                                let v = deps.probe(self.rules, &pos.board);
-                                pos.board.unmake(m, captured);
-                                v.map_err(|e| SolveError::Probe(sig, e))
-                            }
-                        };
-                        match v?.for_mover() {
+                        let v = captures.after(&mut pos, m)?;
+                        match v.for_mover() {
                             Value::Win(d) => best_win = best_win.min(d),
                             Value::Loss(d) => worst_loss = worst_loss.max(d),
                             // Rule-decided positions of another table do not end in mate:
                             // here they count as draws, and the rule phase takes them up.
                             Value::Draw | Value::RuleWin(_) | Value::RuleLoss(_) => draw = true,
-                            Value::Illegal => unreachable!("legal moves lead to legal positions"),
+                            Value::Illegal => {
+                                return Err(SolveError::Probe(
+                                    sig,
+                                    ProbeError::Illegal(format!(
+                                        "the capture {m} in {} leads to an illegal position",
+                                        pos.board.fen()
+                                    )),
+                                ));
+                            }
                         }
                     }
                     if !any_legal {

@@ -324,8 +324,11 @@ impl SledStore {
         let db = loop {
             match config.open() {
                 Ok(db) => break db,
+                // sled wraps the lock's WouldBlock in an error of kind Other with the text.
                 Err(sled::Error::Io(e))
-                    if e.kind() == std::io::ErrorKind::WouldBlock && tries < 20 =>
+                    if (e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.to_string().contains("could not acquire lock"))
+                        && tries < 40 =>
                 {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(50));

@@ -27,7 +27,7 @@ mod levels;
 mod search;
 
 use crate::CHUNK_SLOTS;
-use crate::capture::Captures;
+use crate::capture::CaptureValues;
 use crate::position::SlotPosition;
 use crate::solve::{Progress, SolveError, Solver, capture_holds, is_unresolved};
 use rayon::prelude::*;
@@ -36,7 +36,7 @@ use std::sync::atomic::AtomicU16;
 use std::sync::atomic::Ordering::Relaxed;
 use xiangqi::repetition::{Classifier, MoveClass};
 use xiangqi::{Color, Move, MoveList};
-use xqtb_core::{Probe, ProbeError, Rule, RuleValue, Value};
+use xqtb_core::{Probe, Rule, RuleValue, Value};
 
 /// State of a position no phase has decided yet (a draw if it stays so); the low bits hold the
 /// flags below.
@@ -73,8 +73,7 @@ type Pos = (Color, u64);
 /// What the phase needs to look at positions and their moves.
 struct Phase<'a> {
     solver: &'a Solver<'a>,
-    deps: &'a dyn Probe,
-    captures: Option<Captures<'a>>,
+    captures: CaptureValues<'a>,
     /// Per chunk (as [`Solver::chunk_of`]): holds a [`GONE_WINNER`], a [`GONE_OFFENDER`] entry.
     gone: [Vec<std::sync::atomic::AtomicBool>; 2],
 }
@@ -119,34 +118,7 @@ impl<'a> Phase<'a> {
     /// The value, for the mover, of the capture `m` from the loaded position; `Illegal` when the
     /// capture is not legal.
     fn capture_value(&self, pos: &mut SlotPosition, m: Move) -> Result<Value, SolveError> {
-        let side = pos.board.side_to_move();
-        let sig = self.solver.index.signature();
-        let v = match &self.captures {
-            Some(c) => c
-                .value_after(
-                    pos.squares(),
-                    pos.flat_at(m.from()),
-                    pos.flat_at(m.to()),
-                    m.to().index() as u8,
-                    side,
-                )
-                .ok_or_else(|| {
-                    SolveError::Probe(
-                        sig,
-                        ProbeError::Illegal(format!("the capture {m} has no slot in its table")),
-                    )
-                })?,
-            None => {
-                let captured = pos.board.make(m);
-                let v = self.deps.probe(self.solver.rules, &pos.board);
-                pos.board.unmake(m, captured);
-                match v {
-                    Ok(v) => v,
-                    Err(ProbeError::Illegal(_)) => Value::Illegal,
-                    Err(e) => return Err(SolveError::Probe(sig, e)),
-                }
-            }
-        };
+        let v = self.captures.after(pos, m)?;
         Ok(match v {
             Value::Illegal => Value::Illegal,
             v => v.as_exit().for_mover(),
@@ -390,8 +362,7 @@ pub(crate) fn decide(
     };
     let phase = Phase {
         solver,
-        deps,
-        captures: Captures::new(index, solver.rules, deps),
+        captures: CaptureValues::new(index, solver.rules, deps),
         gone: [flags(), flags()],
     };
     let mut total = 0u64;
