@@ -52,6 +52,8 @@ pub struct CoordinatorArgs {
     /// Serve Prometheus metrics on this address (e.g. 0.0.0.0:9100).
     #[arg(long)]
     metrics_listen: Option<SocketAddr>,
+    #[command(flatten)]
+    http: crate::cli_serve::HttpArgs,
 }
 
 /// Arguments of `xqtb worker`.
@@ -104,6 +106,10 @@ pub struct GenerateArgs {
     /// Rule set to solve under.
     #[arg(long, default_value = "asian")]
     rules: RuleSet,
+    /// With --http-listen: the HTTP API and web page are served while generating and, once
+    /// done, until Ctrl-C.
+    #[command(flatten)]
+    http: crate::cli_serve::HttpArgs,
 }
 
 /// Connection options of the client commands.
@@ -174,14 +180,14 @@ pub struct DownloadArgs {
     server: ServerArgs,
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
 }
 
 /// Resolves when SIGTERM or Ctrl-C arrives.
-async fn termination() {
+pub(crate) async fn termination() {
     #[cfg(unix)]
     {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -226,8 +232,12 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
         serve_metrics(args.metrics_listen)?;
         let c = Coordinator::start(config).await?;
         eprintln!("coordinator listening on {}", c.addr);
+        let http = args.http.start_for(&c.app).await?;
         termination().await;
         eprintln!("shutting down");
+        if let Some(h) = http {
+            h.stop().await?;
+        }
         c.stop().await
     })
 }
@@ -307,6 +317,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
     let cpu_start = crate::cli_solve::cpu_seconds();
     runtime()?.block_on(async {
         let c = Coordinator::start(config).await?;
+        let http = args.http.start_for(&c.app).await?;
         let url = format!("http://{}", c.addr);
         let (stop_tx, stop_rx) = watch::channel(false);
         let cache_root = args.data.join("worker-cache");
@@ -333,36 +344,48 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
             h.await??;
         }
         let status = c.app.status();
-        c.stop().await?;
         let _ = std::fs::remove_dir_all(&cache_root);
-        if interrupted {
-            bail!(
-                "interrupted; finished tables are kept in {}, run again to resume",
-                args.data.display()
-            );
-        }
-        if status.failed > 0 {
+        let failed = (status.failed > 0).then(|| {
             let failed: Vec<String> = status
                 .jobs
                 .iter()
                 .filter(|j| j.state == JobState::Failed)
                 .map(|j| format!("{} ({})", j.key, j.last_error.as_deref().unwrap_or("")))
                 .collect();
-            bail!("{} tables failed: {}", status.failed, failed.join("; "));
+            format!("{} tables failed: {}", status.failed, failed.join("; "))
+        });
+        if !interrupted && failed.is_none() {
+            println!(
+                "generated {} tables into {} in {:.2} s wall, {:.2} s CPU, peak memory {}",
+                status.finished,
+                args.data.display(),
+                started.elapsed().as_secs_f64(),
+                crate::cli_solve::cpu_seconds() - cpu_start,
+                crate::cli_solve::peak_memory()
+            );
+            println!(
+                "query with: xqtb probe FEN --data {} --rules {}",
+                args.data.display(),
+                args.rules
+            );
         }
-        println!(
-            "generated {} tables into {} in {:.2} s wall, {:.2} s CPU, peak memory {}",
-            status.finished,
-            args.data.display(),
-            started.elapsed().as_secs_f64(),
-            crate::cli_solve::cpu_seconds() - cpu_start,
-            crate::cli_solve::peak_memory()
-        );
-        println!(
-            "query with: xqtb probe FEN --data {} --rules {}",
-            args.data.display(),
-            args.rules
-        );
+        if let Some(h) = http {
+            if !interrupted {
+                eprintln!("serving http://{}/ until Ctrl-C", h.addr);
+                termination().await;
+            }
+            h.stop().await?;
+        }
+        c.stop().await?;
+        if interrupted {
+            bail!(
+                "interrupted; finished tables are kept in {}, run again to resume",
+                args.data.display()
+            );
+        }
+        if let Some(failed) = failed {
+            bail!("{failed}");
+        }
         Ok(())
     })
 }

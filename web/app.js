@@ -67,8 +67,8 @@
   function errorInfo(e) {
     const st = e.status;
     const titles = {
-      0: "Offline.", 400: "Invalid position.", 404: "Not in the tablebase.",
-      429: "Too many requests.", 503: "Tablebase unavailable.",
+      0: "Offline.", 400: "Invalid position.", 401: "Not authorized.", 404: "Not in the tablebase.",
+      414: "Invalid position.", 429: "Too many requests.", 503: "Tablebase unavailable.",
     };
     return {
       title: titles[st] || (st ? `Error ${st}.` : "Error."),

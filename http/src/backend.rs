@@ -1,0 +1,409 @@
+//! What an HTTP server answers from, and how failures become HTTP statuses.
+//!
+//! A [`Backend`] is blocking: the server calls it on tokio's blocking pool. Two exist: a local
+//! directory of tables or shard files ([`LocalBackend`], for `xqtb serve`) and a running
+//! coordinator's application layer ([`CoordinatorBackend`], for `xqtb coordinator
+//! --http-listen`), which probes through the same [`coordinator::App`] methods as gRPC.
+
+use axum::http::StatusCode;
+use coordinator::{Access, App, AppError, JobState};
+use probe::{MainlineReport, ProbeReport, Tablebase};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+use storage_format::codec::TableHeader;
+use storage_format::store::{StoreError, TableStore};
+use xiangqi::Color;
+use xqtb_core::{ProbeError, RuleSet, TableId, TableIndex};
+
+/// A failed request: its HTTP status and a message for people, sent as `{"error": message}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// What went wrong, in words (never a backtrace).
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status and message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// 400: the request is malformed (bad FEN, bad or missing parameter).
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 404: the table is not generated, or there is no such endpoint.
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    /// 500: the server failed (damaged storage).
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
+
+    fn missing(table: &TableId) -> ApiError {
+        ApiError::not_found(format!(
+            "table {} is not in this tablebase (rule set {})",
+            table.signature, table.rules
+        ))
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.status, self.message)
+    }
+}
+
+impl From<ProbeError> for ApiError {
+    fn from(e: ProbeError) -> ApiError {
+        match &e {
+            ProbeError::MissingTable(table) | ProbeError::NotInStore { table, .. } => {
+                ApiError::missing(table)
+            }
+            ProbeError::Storage { .. } => ApiError::internal(e.to_string()),
+            ProbeError::Illegal(_) | ProbeError::BadFen(_) | ProbeError::TooManyPieces { .. } => {
+                ApiError::bad_request(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        match &e {
+            StoreError::Missing { table, .. } => ApiError::missing(table),
+            _ => ApiError::internal(e.to_string()),
+        }
+    }
+}
+
+impl From<AppError> for ApiError {
+    fn from(e: AppError) -> ApiError {
+        match e {
+            AppError::Unauthenticated(m) => ApiError::new(StatusCode::UNAUTHORIZED, m),
+            AppError::BadRequest(m) => ApiError::bad_request(m),
+            AppError::Probe(p) => p.into(),
+            AppError::Store(s) => s.into(),
+            e => ApiError::internal(e.to_string()),
+        }
+    }
+}
+
+/// One side to move of a table, as `/api/v1/tables` lists it.
+#[derive(Clone, Debug, Serialize)]
+pub struct SideSummary {
+    /// Legal positions.
+    pub legal: u64,
+    /// Positions the side to move wins.
+    pub wins: u64,
+    /// Drawn positions.
+    pub draws: u64,
+    /// Positions the side to move loses.
+    pub losses: u64,
+    /// The longest win by mate in plies, `null` when the side to move never wins by mate.
+    pub longest_win_plies: Option<u16>,
+    /// A position with that longest win.
+    pub longest_win_fen: Option<String>,
+}
+
+/// A stored table, as `/api/v1/tables` lists it.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableSummary {
+    /// The canonical signature, e.g. `KRvKN`.
+    pub table: String,
+    /// Its rule set.
+    pub rules: String,
+    /// Slots per side to move.
+    pub index_size: u64,
+    /// Counts with Red to move.
+    pub red_to_move: SideSummary,
+    /// Counts with Black to move.
+    pub black_to_move: SideSummary,
+    /// Bytes of compressed values.
+    pub stored_bytes: u64,
+    /// A position of the table worth looking at (the longest win), for the web page.
+    pub example_fen: Option<String>,
+}
+
+impl TableSummary {
+    /// The summary of a stored table's header.
+    pub fn of(h: &TableHeader) -> TableSummary {
+        let index = TableIndex::new(h.signature);
+        let side = |c: Color| {
+            let s = &h.counts[c];
+            SideSummary {
+                legal: s.legal,
+                wins: s.wins,
+                draws: s.draws,
+                losses: s.losses,
+                longest_win_plies: s.longest_win.map(|(d, _)| d),
+                longest_win_fen: s
+                    .longest_win
+                    .and_then(|(_, slot)| index.board(slot, c))
+                    .map(|b| b.fen()),
+            }
+        };
+        let (red, black) = (side(Color::Red), side(Color::Black));
+        let example_fen = red
+            .longest_win_fen
+            .clone()
+            .or_else(|| black.longest_win_fen.clone());
+        TableSummary {
+            table: h.signature.name(),
+            rules: h.rules.name().into(),
+            index_size: h.index_size,
+            red_to_move: red,
+            black_to_move: black,
+            stored_bytes: h.stored_bytes(),
+            example_fen,
+        }
+    }
+}
+
+/// What a server answers from. Every method may block (storage, decompression): the server
+/// calls them on the blocking pool.
+pub trait Backend: Send + Sync + 'static {
+    /// Who may read: the API requires the bearer token when [`Access::check`] refuses a read.
+    fn access(&self) -> &Access;
+    /// The rule set of requests that name none.
+    fn default_rules(&self) -> RuleSet;
+    /// A position's value and every legal move's value.
+    fn probe(&self, rules: RuleSet, fen: &str) -> Result<ProbeReport, ApiError>;
+    /// The main line from a position.
+    fn mainline(&self, rules: RuleSet, fen: &str) -> Result<MainlineReport, ApiError>;
+    /// Every stored table.
+    fn tables(&self) -> Result<Vec<TableSummary>, ApiError>;
+    /// The server's state, as `/api/v1/status` shows it; `uptime` is the HTTP server's.
+    fn status(&self, uptime: Duration) -> Result<serde_json::Value, ApiError>;
+}
+
+fn summaries(store: &dyn TableStore) -> Result<Vec<TableSummary>, ApiError> {
+    Ok(store.list_tables()?.iter().map(TableSummary::of).collect())
+}
+
+fn to_json(v: &impl Serialize) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// A local directory of tables (a sled store or shard files), for `xqtb serve`.
+pub struct LocalBackend {
+    tablebase: Tablebase,
+    access: Access,
+    default_rules: RuleSet,
+}
+
+impl LocalBackend {
+    /// Serves `tablebase`; `default_rules` for requests that name no rule set.
+    pub fn new(tablebase: Tablebase, access: Access, default_rules: RuleSet) -> LocalBackend {
+        LocalBackend {
+            tablebase,
+            access,
+            default_rules,
+        }
+    }
+}
+
+/// `/api/v1/status` of `xqtb serve`.
+#[derive(Serialize)]
+struct LocalStatus {
+    server: &'static str,
+    version: &'static str,
+    uptime_seconds: f64,
+    default_rules: &'static str,
+    source: String,
+    tables: usize,
+    tables_served: Vec<TableName>,
+    block_lookups: u64,
+    blocks_loaded: u64,
+}
+
+#[derive(Serialize)]
+struct TableName {
+    table: String,
+    rules: &'static str,
+}
+
+impl Backend for LocalBackend {
+    fn access(&self) -> &Access {
+        &self.access
+    }
+
+    fn default_rules(&self) -> RuleSet {
+        self.default_rules
+    }
+
+    fn probe(&self, rules: RuleSet, fen: &str) -> Result<ProbeReport, ApiError> {
+        Ok(ProbeReport::from(&self.tablebase.probe_fen(rules, fen)?))
+    }
+
+    fn mainline(&self, rules: RuleSet, fen: &str) -> Result<MainlineReport, ApiError> {
+        Ok(MainlineReport::from(
+            &self.tablebase.mainline_fen(rules, fen)?,
+        ))
+    }
+
+    fn tables(&self) -> Result<Vec<TableSummary>, ApiError> {
+        summaries(&**self.tablebase.store())
+    }
+
+    fn status(&self, uptime: Duration) -> Result<serde_json::Value, ApiError> {
+        let store = self.tablebase.store();
+        let headers = store.list_tables()?;
+        to_json(&LocalStatus {
+            server: "serve",
+            version: env!("CARGO_PKG_VERSION"),
+            uptime_seconds: uptime.as_secs_f64(),
+            default_rules: self.default_rules.name(),
+            source: store.describe(),
+            tables: headers.len(),
+            tables_served: headers
+                .iter()
+                .map(|h| TableName {
+                    table: h.signature.name(),
+                    rules: h.rules.name(),
+                })
+                .collect(),
+            block_lookups: self.tablebase.block_lookups(),
+            blocks_loaded: self.tablebase.blocks_loaded(),
+        })
+    }
+}
+
+/// A running coordinator's application layer, for `xqtb coordinator --http-listen`: probes go
+/// through [`App::probe`] and [`App::mainline`] (the calls gRPC makes), the status is
+/// [`App::status`].
+pub struct CoordinatorBackend(pub Arc<App>);
+
+/// `/api/v1/status` of a coordinator.
+#[derive(Serialize)]
+struct CoordinatorStatus {
+    server: &'static str,
+    version: &'static str,
+    uptime_seconds: f64,
+    default_rules: &'static str,
+    jobs: JobCounts,
+    entries_done: u64,
+    entries_total: u64,
+    entries_per_second: f64,
+    eta_seconds: Option<f64>,
+    tables: usize,
+    job_list: Vec<JobJson>,
+    workers: Vec<WorkerJson>,
+}
+
+#[derive(Serialize)]
+struct JobCounts {
+    waiting: u32,
+    ready: u32,
+    leased: u32,
+    finished: u32,
+    failed: u32,
+}
+
+#[derive(Serialize)]
+struct JobJson {
+    table: String,
+    rules: &'static str,
+    slots: String,
+    state: &'static str,
+    attempts: u32,
+    worker: Option<String>,
+    progress: f64,
+    last_error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct WorkerJson {
+    worker_id: String,
+    name: String,
+    threads: u32,
+    current_job: Option<String>,
+    progress: f64,
+    phase: String,
+    last_seen_ms_ago: u64,
+}
+
+impl Backend for CoordinatorBackend {
+    fn access(&self) -> &Access {
+        self.0.access()
+    }
+
+    fn default_rules(&self) -> RuleSet {
+        self.0.default_rules()
+    }
+
+    fn probe(&self, rules: RuleSet, fen: &str) -> Result<ProbeReport, ApiError> {
+        Ok(self.0.probe(rules, fen)?)
+    }
+
+    fn mainline(&self, rules: RuleSet, fen: &str) -> Result<MainlineReport, ApiError> {
+        Ok(self.0.mainline(rules, fen)?)
+    }
+
+    fn tables(&self) -> Result<Vec<TableSummary>, ApiError> {
+        summaries(&**self.0.store())
+    }
+
+    fn status(&self, uptime: Duration) -> Result<serde_json::Value, ApiError> {
+        let s = self.0.status();
+        let tables = self.0.store().list_tables()?.len();
+        to_json(&CoordinatorStatus {
+            server: "coordinator",
+            version: env!("CARGO_PKG_VERSION"),
+            uptime_seconds: uptime.as_secs_f64(),
+            default_rules: self.0.default_rules().name(),
+            jobs: JobCounts {
+                waiting: s.waiting,
+                ready: s.ready,
+                leased: s.leased,
+                finished: s.finished,
+                failed: s.failed,
+            },
+            entries_done: s.entries_done,
+            entries_total: s.entries_total,
+            entries_per_second: s.entries_per_second,
+            eta_seconds: s.eta_seconds,
+            tables,
+            job_list: s
+                .jobs
+                .iter()
+                .map(|j| JobJson {
+                    table: j.key.table.signature.name(),
+                    rules: j.key.table.rules.name(),
+                    slots: j.key.slots.to_string(),
+                    state: j.state.name(),
+                    attempts: j.attempts,
+                    worker: j.worker.clone(),
+                    progress: if j.state == JobState::Finished {
+                        1.0
+                    } else {
+                        j.progress
+                    },
+                    last_error: j.last_error.clone(),
+                })
+                .collect(),
+            workers: s
+                .workers
+                .iter()
+                .map(|w| WorkerJson {
+                    worker_id: w.worker_id.clone(),
+                    name: w.name.clone(),
+                    threads: w.threads,
+                    current_job: w.current_job.map(|k| k.to_string()),
+                    progress: w.progress,
+                    phase: w.phase.clone(),
+                    last_seen_ms_ago: w.last_seen_ms_ago,
+                })
+                .collect(),
+        })
+    }
+}

@@ -1,0 +1,26 @@
+//! The HTTP side of xqtb: a JSON API for people and programs that look positions up
+//! (`/api/v1/probe`, `/api/v1/mainline`, `/api/v1/tables`, `/api/v1/status`) and the web page at
+//! `/`, whose files are embedded in the binary. The answers are the probing library's serde
+//! reports ([`probe::ProbeReport`], [`probe::MainlineReport`]), the same ones `xqtb probe --json`
+//! and the gRPC service show, so every field means the same everywhere.
+//!
+//! - [`backend`]: what a server answers from: a local directory of tables or shard files
+//!   ([`LocalBackend`]) or a running coordinator's application layer ([`CoordinatorBackend`]),
+//!   and the mapping of their errors to HTTP statuses ([`ApiError`]);
+//! - [`server`]: the axum router, its guards (read token, CORS, URI length, concurrency limit,
+//!   timeout) and starting and stopping the server ([`HttpServer`]);
+//! - [`assets`]: the web page's files.
+//!
+//! Probing is blocking work (sled, zstd): it runs on tokio's blocking pool, never on the async
+//! executor threads. Depends on the probing library, the storage and table model, and the
+//! coordinator's application layer; never on the solver, gRPC or the protocol crate (the HTTP
+//! API is a shell over the same libraries, not over the gRPC services).
+
+#![warn(missing_docs)]
+
+pub mod assets;
+pub mod backend;
+pub mod server;
+
+pub use backend::{ApiError, Backend, CoordinatorBackend, LocalBackend, TableSummary};
+pub use server::{HttpConfig, HttpServer, router};
