@@ -96,7 +96,20 @@ fn return_freed_memory() {
     }
 }
 
-fn main() -> Result<()> {
+/// Runs the command; a failure is printed as one message with its causes, never with a
+/// backtrace (also when `RUST_BACKTRACE` is set), and exits with status 1 (clap exits with 2 for
+/// usage errors).
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
     return_freed_memory();
     let cli = Cli::parse();
     let default_level = match cli.command {
