@@ -109,9 +109,36 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// A command whose output goes to a pipe ends quietly when the reader goes away (`xqtb probe
+/// ... | head`), as Unix tools do, instead of panicking in `println!`. Only commands that talk to
+/// no network: the services and clients keep Rust's ignored SIGPIPE, under which a closed socket
+/// is an error to handle.
+fn quiet_on_closed_pipe(command: &Command) {
+    let local = matches!(
+        command,
+        Command::Perft { .. }
+            | Command::Info { .. }
+            | Command::Count { .. }
+            | Command::Probe(_)
+            | Command::Mainline(_)
+            | Command::Tables(_)
+            | Command::Adjudicate(_)
+    );
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if local {
+        // SAFETY: restores the default disposition of one signal before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = local;
+}
+
 fn run() -> Result<()> {
     return_freed_memory();
     let cli = Cli::parse();
+    quiet_on_closed_pipe(&cli.command);
     let default_level = match cli.command {
         Command::Coordinator(_) | Command::Worker(_) | Command::Serve(_) => "info",
         _ => "warn",

@@ -47,3 +47,26 @@ fn errors_are_one_message_without_a_backtrace() {
     assert_eq!(code, 2, "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::process::Stdio;
+    let dir = std::env::temp_dir().join(format!("xqtb-cli-pipe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+    assert_eq!(run(&["solve", "KRvK", "--data", data]).0, 0);
+    let mut child = Command::new(BIN)
+        .args(["probe", "4k4/9/9/9/9/9/9/9/9/R2K5 w", "--data", data])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run xqtb");
+    // The reader goes away before the command writes (it opens the store first).
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
