@@ -717,3 +717,61 @@ async fn generate_serves_http_while_and_after_generating() {
     assert_eq!(r.json()["table"], "KRvK");
     assert_eq!(r.json()["category"], "win");
 }
+
+/// Whether the browser test can run here: headless Chromium, its driver and Selenium for
+/// Python (`.ci/run` installs them when missing); otherwise why not.
+fn browser_missing() -> Option<String> {
+    for bin in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
+        if !std::path::Path::new(bin).exists() {
+            return Some(format!(
+                "{bin} is missing (apt-get install chromium chromium-driver)"
+            ));
+        }
+    }
+    let selenium = Command::new("python3")
+        .args(["-c", "import selenium"])
+        .status()
+        .is_ok_and(|s| s.success());
+    (!selenium).then(|| "Python's selenium is missing (pip install selenium)".into())
+}
+
+/// The web page in real headless Chromium against `xqtb serve` (`web/dev/test_page.py`): load
+/// the page, enter a FEN, check the value shown, click a winning move on the board, check that
+/// board and value update, play the main line to mate, flip the board, show an error; the
+/// screenshots (desktop and phone width) are kept in `target/browser-screenshots`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_works_in_headless_chromium() {
+    if let Some(why) = browser_missing() {
+        eprintln!("skipping the browser test: {why}");
+        return;
+    }
+    let dir = TempDir::new("browser");
+    let data = solved_store(&dir);
+    let (mut server, base) = serve(&dir, &["--data", &data], &[]);
+    let c = client();
+    wait_ready(&c, &mut server, &base).await;
+    let shots = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser-screenshots");
+    let _ = std::fs::remove_dir_all(&shots);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("web/dev/test_page.py");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("python3")
+            .arg(script)
+            .arg(format!("{base}/"))
+            .arg(&shots)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "the page test failed:\n{text}\nserver log:\n{}",
+        server.log()
+    );
+    assert!(text.contains("PASS"), "{text}");
+}
