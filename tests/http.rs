@@ -775,3 +775,87 @@ async fn the_page_works_in_headless_chromium() {
     );
     assert!(text.contains("PASS"), "{text}");
 }
+
+/// Benchmark, not a test (`cargo test --release --test http -- --ignored --nocapture
+/// probe_rates`): probes per second and latency percentiles of HTTP and gRPC against one
+/// coordinator serving both over the same store, 32 concurrent clients, interleaved rounds of
+/// 5 s each. Figures go to BENCHMARKS.md; nothing here is asserted about speed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark"]
+async fn probe_rates_of_http_and_grpc() {
+    use proto::v1::ProbeRequest;
+    use proto::v1::tablebase_client::TablebaseClient;
+    let dir = TempDir::new("rates");
+    let data = solved_store(&dir);
+    let fens = std::sync::Arc::new(positions(200));
+    let (grpc, http) = (free_port(), free_port());
+    let mut coord = Proc::start(
+        &dir,
+        "coordinator",
+        &[
+            "coordinator",
+            "--listen",
+            &format!("127.0.0.1:{grpc}"),
+            "--http-listen",
+            &format!("127.0.0.1:{http}"),
+            "--data",
+            &data,
+        ],
+    );
+    let base = format!("http://127.0.0.1:{http}");
+    let c = client();
+    wait_ready(&c, &mut coord, &base).await;
+    let channel = tonic::transport::Channel::from_shared(format!("http://127.0.0.1:{grpc}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    const CLIENTS: usize = 32;
+    const SECONDS: u64 = 5;
+    for round in 0..4 {
+        let over_http = round % 2 == 0;
+        let until = Instant::now() + Duration::from_secs(SECONDS);
+        let mut tasks = Vec::new();
+        for k in 0..CLIENTS {
+            let fens = fens.clone();
+            let (c, base) = (c.clone(), base.clone());
+            let mut g = TablebaseClient::new(channel.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut lat = Vec::new();
+                let mut i = k;
+                while Instant::now() < until {
+                    let fen = &fens[i % fens.len()];
+                    i += CLIENTS;
+                    let t = Instant::now();
+                    if over_http {
+                        let r = get(&c, &format!("{base}/api/v1/probe?fen={}", enc(fen))).await;
+                        assert_eq!(r.status, 200, "{}", r.body);
+                    } else {
+                        g.probe(ProbeRequest {
+                            fen: fen.clone(),
+                            rules: String::new(),
+                        })
+                        .await
+                        .unwrap();
+                    }
+                    lat.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                lat
+            }));
+        }
+        let mut lat: Vec<f64> = Vec::new();
+        for t in tasks {
+            lat.extend(t.await.unwrap());
+        }
+        lat.sort_by(|a, b| a.total_cmp(b));
+        let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+        println!(
+            "{}: {} probes in {SECONDS} s = {:.0}/s, p50 {:.2} ms, p99 {:.2} ms",
+            if over_http { "HTTP" } else { "gRPC" },
+            lat.len(),
+            lat.len() as f64 / SECONDS as f64,
+            pct(0.5),
+            pct(0.99)
+        );
+    }
+}
