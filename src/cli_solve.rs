@@ -154,15 +154,15 @@ fn report(table: &Table, counts: &TableCounts, secs: f64) {
     );
     for side in Color::ALL {
         let c = &counts[side];
+        let fen_of = |slot: u64| {
+            table
+                .index()
+                .board(slot, side)
+                .map(|b| b.fen())
+                .unwrap_or_default()
+        };
         let longest = match c.longest_win {
-            Some((d, slot)) => {
-                let fen = table
-                    .index()
-                    .board(slot, side)
-                    .map(|b| b.fen())
-                    .unwrap_or_default();
-                format!("longest win {d} plies: {fen}")
-            }
+            Some((d, slot)) => format!("longest win {d} plies: {}", fen_of(slot)),
             None => "no wins".into(),
         };
         println!(
@@ -172,12 +172,7 @@ fn report(table: &Table, counts: &TableCounts, secs: f64) {
         if table.rules() != xqtb_core::RuleSet::CyclesAreDraws {
             let longest = match c.longest_rule_win {
                 Some((d, slot)) => {
-                    let fen = table
-                        .index()
-                        .board(slot, side)
-                        .map(|b| b.fen())
-                        .unwrap_or_default();
-                    format!("the rule furthest away ({d} plies): {fen}")
+                    format!("the rule furthest away ({d} plies): {}", fen_of(slot))
                 }
                 None => "none".into(),
             };

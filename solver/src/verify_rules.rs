@@ -393,11 +393,10 @@ fn build(
                             all.len() - 1
                         }
                         None => {
-                            return Err(fail(
+                            return Err(fail_at(
                                 table,
                                 side,
                                 slot,
-                                &pos_board(index, side, slot),
                                 "too many ways of following identical pieces".into(),
                             ));
                         }
@@ -432,8 +431,10 @@ fn build(
     })
 }
 
-fn pos_board(index: &xqtb_core::TableIndex, side: Color, slot: u64) -> Board {
-    index.board(slot, side).expect("a legal slot")
+/// [`fail`] at an entry known to hold a legal position.
+fn fail_at(table: &Table, side: Color, slot: u64, why: String) -> Box<VerifyError> {
+    let board = table.index().board(slot, side).expect("a legal slot");
+    fail(table, side, slot, &board, why)
 }
 
 /// Pushes the arcs of node (`side`, `slot`) onto `out`; returns whether it escapes.
@@ -806,11 +807,10 @@ pub(crate) fn check(
                 }
             };
             if !ok {
-                return Err(fail(
+                return Err(fail_at(
                     table,
                     side,
                     slot,
-                    &pos_board(index, side, slot),
                     format!(
                         "stored as lost by {} in round {round}, but the positions around it do not trap it",
                         rule.name()
@@ -836,11 +836,10 @@ pub(crate) fn check(
         for rule in [Rule::PerpetualCheck, Rule::PerpetualChase] {
             if let Some(n) = net.trapped(winner, rule).iter().position(|&t| t) {
                 let (side, slot) = split(size, net.entry_of(n));
-                return Err(fail(
+                return Err(fail_at(
                     table,
                     side,
                     slot,
-                    &pos_board(index, side, slot),
                     format!(
                         "stored as a draw, but its side to move is trapped into {}",
                         rule.name()
