@@ -30,7 +30,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use xiangqi::repetition::{Classifier, MoveClass};
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
-use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, Table, Value};
+use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, RuleValue, Table, Value};
 
 /// Whether the side to move of `board` can only offend or lose: every legal move leads to a
 /// position lost for it, or is a quiet move into a drawn position that is a check (every one
@@ -758,10 +758,23 @@ pub(crate) fn check(
     rounds.sort_unstable();
     rounds.dedup();
     for round in rounds {
+        // The round's two terminal codes, compared with every code of the table (decoding
+        // each one would cost more than the rest of the scan).
+        let terminals = [Rule::PerpetualCheck, Rule::PerpetualChase].map(|rule| {
+            Value::RuleLoss(RuleValue {
+                rule,
+                round,
+                plies: 0,
+            })
+            .encode()
+        });
         let terminal = |c: u16| -> Option<Rule> {
-            match Value::decode(c) {
-                Value::RuleLoss(r) if r.round == round && r.plies == 0 => Some(r.rule),
-                _ => None,
+            if c == terminals[0] {
+                Some(Rule::PerpetualCheck)
+            } else if c == terminals[1] {
+                Some(Rule::PerpetualChase)
+            } else {
+                None
             }
         };
         // Nodes: the terminals and the positions of this round their quiet moves lead to.

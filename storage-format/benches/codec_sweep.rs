@@ -5,8 +5,8 @@
 //! xqtb solve KRNvKR --data /tmp/xqtb-bench            # once
 //! XQTB_DATA=/tmp/xqtb-bench XQTB_TABLES=KRNvKR,KRvKR cargo bench -p storage-format --bench codec_sweep
 //! ```
-//! `XQTB_SWEEP` picks groups (comma-separated: `blocks`, `levels`, `dict`, `layout`, `filler`;
-//! default all). Sizes are exact; times are medians of three passes.
+//! `XQTB_RULES` names the tables' rule set (default `cycles-are-draws`). `XQTB_SWEEP` picks
+//! groups (comma-separated: `blocks`, `levels`, `dict`, `layout`, `filler`; default all). Sizes are exact; times are medians of three passes.
 
 use std::time::Instant;
 use storage_format::codec::{
@@ -98,6 +98,9 @@ fn main() {
     let groups: Vec<String> = std::env::var("XQTB_SWEEP")
         .map(|s| s.split(',').map(|x| x.trim().to_string()).collect())
         .unwrap_or_default();
+    let rules: RuleSet = std::env::var("XQTB_RULES")
+        .map(|s| s.parse().expect("a rule set"))
+        .unwrap_or(RuleSet::CyclesAreDraws);
     let store = SledStore::open(&data).expect("open the store");
     println!(
         "| table | variant | stored bytes | bits/legal pos | encode s | decompress µs/block | µs per 1000 values |"
@@ -105,7 +108,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|");
     for sig in tables {
         let enc = store
-            .load_table(&TableId::new(RuleSet::CyclesAreDraws, sig))
+            .load_table(&TableId::new(rules, sig))
             .expect("table in the store");
         let table = decode_table(&enc).expect("decodes");
         let legal: u64 = enc.header.counts.legal();

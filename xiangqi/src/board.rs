@@ -152,8 +152,9 @@ impl Board {
 
     /// Whether pieces of `by` attack square `s` in the way that matters for a king standing there:
     /// chariots, cannons over one screen, horses with a free leg, pawns, and the enemy king along an
-    /// open file.
-    fn is_attacked(&self, s: u8, by: Color) -> bool {
+    /// open file. Every square a chariot, horse or cannon of `by` could capture on is among
+    /// them, which makes it a quick necessary test for such a capture too.
+    pub(crate) fn is_attacked(&self, s: u8, by: Color) -> bool {
         let rook = Piece::new(by, PieceKind::Rook).code();
         let cannon = Piece::new(by, PieceKind::Cannon).code();
         let king = Piece::new(by, PieceKind::King).code();
@@ -193,6 +194,28 @@ impl Board {
             }
         }
         false
+    }
+
+    /// Whether some piece of `by` might capture on `s`: a quick necessary test, passed by every
+    /// square on which `by` has a pseudo-legal capture (and by some on which it has none).
+    pub(crate) fn may_capture_on(&self, s: u8, by: Color) -> bool {
+        if self.is_attacked(s, by) {
+            return true;
+        }
+        let king = self.kings[by.index()];
+        if king != NO_KING && KING_STEPS[king as usize].iter().any(|(to, _)| to == s) {
+            return true;
+        }
+        // Advisor and elephant steps are symmetric: the squares they reach `s` from are those
+        // they reach from `s` (blocking points aside, which only make this test looser).
+        let advisor = Piece::new(by, PieceKind::Advisor).code();
+        let elephant = Piece::new(by, PieceKind::Elephant).code();
+        ADVISOR_STEPS[s as usize]
+            .iter()
+            .any(|(from, _)| self.cells[from as usize] == advisor)
+            || ELEPHANT_STEPS[s as usize]
+                .iter()
+                .any(|(from, _)| self.cells[from as usize] == elephant)
     }
 
     /// Plays `m` (which must be pseudo-legal) and returns the captured piece.
@@ -572,5 +595,61 @@ impl Board {
             b.put(s.rotate(), p.flipped());
         }
         b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Positions from the perft table and a few thousand reached from them by pseudo-random
+    /// legal moves (a fixed linear congruential sequence, so the test is the same every run).
+    fn positions() -> Vec<Board> {
+        let mut out = Vec::new();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for line in include_str!("../tests/data/perft.tsv").lines().skip(1) {
+            let Some(fen) = line.split('\t').nth(1) else {
+                continue;
+            };
+            let mut board = crate::parse_fen(fen).expect("a perft position");
+            for _ in 0..60 {
+                out.push(board.clone());
+                let moves = board.legal_moves();
+                if moves.is_empty() {
+                    break;
+                }
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let m = moves
+                    .iter()
+                    .nth((seed >> 33) as usize % moves.len())
+                    .copied();
+                board.make(m.expect("a move"));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn may_capture_on_passes_every_square_a_capture_reaches() {
+        let mut tested = 0;
+        for board in positions() {
+            for side in Color::ALL {
+                let mut b = board.clone();
+                b.set_side_to_move(side);
+                let mut moves = MoveList::new();
+                b.pseudo_moves(&mut moves);
+                for m in moves.iter().filter(|m| !b.is_empty(m.to())) {
+                    tested += 1;
+                    assert!(
+                        b.may_capture_on(m.to().index() as u8, side),
+                        "{b:?}: {side:?} captures on {:?} but the quick test says it cannot",
+                        m.to()
+                    );
+                }
+            }
+        }
+        assert!(tested > 5_000, "only {tested} captures tested");
     }
 }

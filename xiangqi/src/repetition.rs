@@ -84,6 +84,9 @@ fn crossed(color: Color, s: Square) -> bool {
 /// Whether `side` has a legal capture on `target` on `board` (whose side to move is set to
 /// `side` for the test and restored).
 fn can_capture_on(board: &mut Board, side: Color, target: Square) -> bool {
+    if !board.may_capture_on(target.index() as u8, side) {
+        return false;
+    }
     let saved = board.side_to_move();
     board.set_side_to_move(side);
     let mut moves = MoveList::new();
@@ -108,13 +111,9 @@ fn can_play(board: &mut Board, m: Move) -> bool {
     if !moves.contains(&m) {
         return false;
     }
-    let saved = board.side_to_move();
     let mover = piece.color();
-    board.set_side_to_move(mover);
     let in_check = board.in_check(mover);
-    let legal = board.is_legal_pseudo(m, in_check);
-    board.set_side_to_move(saved);
-    legal
+    is_legal_for(board, mover, m, in_check)
 }
 
 /// The opponent pieces that `by` threatens to win on `board` (whoever is to move there): pieces
@@ -132,42 +131,48 @@ pub fn threatened(board: &Board, by: Color) -> Squares {
 /// [`threatened`] on a board it may change in between (it is left as it was found).
 fn threatened_on(board: &mut Board, by: Color) -> Squares {
     let them = by.opponent();
-    let mut out = 0u128;
-    let mut moves = MoveList::new();
-    let attackers: Vec<Square> = board
-        .pieces()
-        .filter(|(_, p)| {
-            p.color() == by
-                && matches!(
-                    p.kind(),
-                    PieceKind::Rook | PieceKind::Horse | PieceKind::Cannon
-                )
-        })
-        .map(|(s, _)| s)
-        .collect();
-    // Nothing to threaten: no chaseable piece of the other side.
-    if !board.pieces().any(|(t, v)| {
-        v.color() == them
+    // The chaseable pieces of the other side that some piece of `by` attacks: a threat needs a
+    // capture, so with none there is nothing to look at (the common case, decided without
+    // generating a move).
+    let mut victims = 0u128;
+    for (t, v) in board.pieces() {
+        if v.color() == them
             && v.kind() != PieceKind::King
             && (v.kind() != PieceKind::Pawn || crossed(them, t))
-    }) {
+            && board.is_attacked(t.index() as u8, by)
+        {
+            victims |= 1u128 << t.index();
+        }
+    }
+    if victims == 0 {
         return Squares(0);
     }
-    for s in attackers {
+    let mut out = 0u128;
+    let mut moves = MoveList::new();
+    // The attackers' squares, read before the board is changed (every change below is undone).
+    let mut attackers = board.occupancy(by);
+    // Whether `by` is in check decides how its captures' legality is tested; the board is the
+    // same for every capture tested.
+    let by_in_check = board.in_check(by);
+    while attackers != 0 {
+        let s = Square::from_u8(attackers.trailing_zeros() as u8);
+        attackers &= attackers - 1;
         let attacker = board.piece_at(s).expect("an attacker");
+        if !matches!(
+            attacker.kind(),
+            PieceKind::Rook | PieceKind::Horse | PieceKind::Cannon
+        ) {
+            continue;
+        }
         moves.clear();
         board.piece_pseudo_moves(s, &mut moves);
         for &m in moves.iter() {
             let t = m.to();
-            let Some(victim) = board.piece_at(t) else {
+            if victims & (1u128 << t.index()) == 0 || out & (1u128 << t.index()) != 0 {
                 continue;
-            };
-            if victim.color() != them
-                || victim.kind() == PieceKind::King
-                || (victim.kind() == PieceKind::Pawn && !crossed(them, t))
-                || out & (1u128 << t.index()) != 0
-                || !can_play(board, m)
-            {
+            }
+            let victim = board.piece_at(t).expect("a victim");
+            if !is_legal_for(board, by, m, by_in_check) {
                 continue;
             }
             let threat = if matches!(attacker.kind(), PieceKind::Horse | PieceKind::Cannon)
@@ -194,6 +199,17 @@ fn threatened_on(board: &mut Board, by: Color) -> Squares {
     Squares(out)
 }
 
+/// Whether the pseudo-legal move `m` of `side` is legal on `board`, whoever is to move there
+/// (the side to move is set for the test and restored); `in_check` says whether `side` is in
+/// check.
+fn is_legal_for(board: &mut Board, side: Color, m: Move, in_check: bool) -> bool {
+    let saved = board.side_to_move();
+    board.set_side_to_move(side);
+    let legal = board.is_legal_pseudo(m, in_check);
+    board.set_side_to_move(saved);
+    legal
+}
+
 /// Classifies the moves of one position, computing what the mover threatens before any move
 /// once, on first need.
 pub struct Classifier {
@@ -210,15 +226,6 @@ impl Classifier {
             threats_before: None,
             scratch: before.clone(),
         }
-    }
-
-    /// Whether the legal move `m` checks.
-    pub fn is_check(&mut self, m: Move) -> bool {
-        let mover = self.before.side_to_move();
-        let captured = self.scratch.make(m);
-        let check = self.scratch.in_check(mover.opponent());
-        self.scratch.unmake(m, captured);
-        check
     }
 
     /// What the legal non-capturing move `m` does.

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU16;
 use std::sync::atomic::Ordering::Relaxed;
-use xiangqi::{Color, MoveList};
+
 use xqtb_core::{Rule, RuleValue, Value};
 
 /// The codes of both rules' values of `round` at `plies`: perpetual check first (the better
@@ -191,10 +191,12 @@ fn loss_level(
                 continue;
             }
             states[slot as usize].store(c & !CAND, Relaxed);
-            if !pos.load(slot, side) || !all_moves_lose(phase, side, pos) {
+            if !pos.load(slot, side) {
                 continue;
             }
-            let look = phase.look(pos)?;
+            let Some(look) = phase.look_if_lost(pos)? else {
+                continue;
+            };
             if lost(look.best, look.open) {
                 states[slot as usize].store(look.best.encode(), Relaxed);
                 s.note_resolved(side, slot as usize, level);
@@ -234,18 +236,4 @@ fn loss_level(
         })
         .sum::<Result<u64, _>>()?;
     Ok(changed + from_due)
-}
-
-/// Whether every quiet legal move of the loaded position (undecided, its captures all losing)
-/// leads to a position won for the opponent.
-fn all_moves_lose(phase: &Phase, side: Color, pos: &mut crate::position::SlotPosition) -> bool {
-    let succ = phase.states(side.opponent());
-    let mut list = MoveList::new();
-    pos.board.pseudo_moves(&mut list);
-    list.iter()
-        .filter(|m| pos.board.is_empty(m.to()))
-        .all(|&m| {
-            let c = succ[pos.slot_after_move(m) as usize].load(Relaxed);
-            c == Value::ILLEGAL_CODE || (!is_undecided(c) && Value::decode(c).is_win())
-        })
 }

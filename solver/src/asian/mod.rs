@@ -159,6 +159,45 @@ impl<'a> Phase<'a> {
         Ok(Look { best, open })
     }
 
+    /// [`Phase::look`] at a position (undecided, its captures all losing) when every quiet legal
+    /// move leads to a position won for the opponent; `None`, found at the first other quiet
+    /// move, otherwise. Captures are looked at last, only when the quiet moves all lose.
+    fn look_if_lost(&self, pos: &mut SlotPosition) -> Result<Option<Look>, SolveError> {
+        let them = self.states(pos.board.side_to_move().opponent());
+        let mut moves = MoveList::new();
+        pos.board.pseudo_moves(&mut moves);
+        let mut best = Value::Illegal;
+        for &m in moves.iter().filter(|m| pos.board.is_empty(m.to())) {
+            let c = them[pos.slot_after_move(m) as usize].load(Relaxed);
+            if c == Value::ILLEGAL_CODE {
+                continue;
+            }
+            if is_undecided(c) || !Value::decode(c).is_win() {
+                return Ok(None);
+            }
+            let v = Value::decode(c).for_mover();
+            if v.preference() > best.preference() {
+                best = v;
+            }
+        }
+        let mut open = false;
+        for &m in moves.iter() {
+            if pos.board.is_empty(m.to()) {
+                continue;
+            }
+            match self.capture_value(pos, m)? {
+                Value::Illegal => {}
+                v => {
+                    open |= !v.is_loss();
+                    if v.preference() > best.preference() {
+                        best = v;
+                    }
+                }
+            }
+        }
+        Ok(Some(Look { best, open }))
+    }
+
     /// Whether the side to move of the loaded position (undecided, its captures all losing) is
     /// forced to offend: every legal quiet move into an undecided position is a check, or
     /// every one chases one and the same piece, and every other move loses.
@@ -180,17 +219,16 @@ impl<'a> Phase<'a> {
                 // Decided successors are wins for the opponent, or this would be decided.
                 _ => continue,
             }
-            let classes = classifier.get_or_insert_with(|| Classifier::new(&pos.board));
-            if classes.is_check(m) {
-                chased = 0;
-            } else {
-                match classes.class(m) {
-                    MoveClass::Chase(sq) => {
-                        checks = false;
-                        chased &= sq.0;
-                    }
-                    _ => return false,
+            match classifier
+                .get_or_insert_with(|| Classifier::new(&pos.board))
+                .class(m)
+            {
+                MoveClass::Check => chased = 0,
+                MoveClass::Chase(sq) => {
+                    checks = false;
+                    chased &= sq.0;
                 }
+                MoveClass::Idle => return false,
             }
             if !checks && chased == 0 {
                 return false;

@@ -61,18 +61,22 @@ impl NodeSet {
         let bits: Vec<u64> = (0..total.div_ceil(64))
             .into_par_iter()
             .map(|w| {
-                let mut x = 0u64;
-                for b in 0..64 {
-                    let e = w * 64 + b;
-                    if e >= total {
-                        break;
-                    }
-                    let c = phase.code(pos_of(size, e));
-                    if is_undecided(c) && c & flags != 0 {
-                        x |= 1 << b;
-                    }
+                let first = w * 64;
+                let member = |c: u16| (is_undecided(c) && c & flags != 0) as u64;
+                let (side, slot) = pos_of(size, first);
+                if slot + 64 <= size {
+                    // The whole word lies on one side: a branch-free scan of its 64 states.
+                    let states = &phase.states(side)[slot as usize..slot as usize + 64];
+                    return states
+                        .iter()
+                        .enumerate()
+                        .fold(0u64, |x, (b, a)| x | member(a.load(Relaxed)) << b);
                 }
-                x
+                (0..64)
+                    .take_while(|b| first + b < total)
+                    .fold(0u64, |x, b| {
+                        x | member(phase.code(pos_of(size, first + b))) << b
+                    })
             })
             .collect();
         let mut ranks = Vec::with_capacity(bits.len().div_ceil(8));
@@ -480,21 +484,17 @@ impl TableGame {
                                 as u32;
                             let map_slots =
                                 identical.then(|| slot_map(index, &s.pieces, pos.squares(), m, q));
-                            let label = if classes.is_check(m) {
-                                Label::Check
-                            } else {
-                                match classes.class(m) {
-                                    MoveClass::Idle | MoveClass::Check => Label::Idle,
-                                    MoveClass::Chase(sq) => {
-                                        let mut bits = 0u16;
-                                        for sq in sq.iter() {
-                                            let flat = pos.flat_at(sq) as u8;
-                                            let after =
-                                                map_slots.map_or(flat, |m| m[flat as usize]);
-                                            bits |= 1 << after;
-                                        }
-                                        Label::Chase(bits)
+                            let label = match classes.class(m) {
+                                MoveClass::Check => Label::Check,
+                                MoveClass::Idle => Label::Idle,
+                                MoveClass::Chase(sq) => {
+                                    let mut bits = 0u16;
+                                    for sq in sq.iter() {
+                                        let flat = pos.flat_at(sq) as u8;
+                                        let after = map_slots.map_or(flat, |m| m[flat as usize]);
+                                        bits |= 1 << after;
                                     }
+                                    Label::Chase(bits)
                                 }
                             };
                             let map = match map_slots {
