@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
-use coordinator::{Access, Coordinator, CoordinatorConfig, JobState, SchedulerConfig};
+use coordinator::{Access, Coordinator, CoordinatorConfig, JobState, Limits, SchedulerConfig};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use proto::v1::tablebase_client::TablebaseClient;
 use proto::v1::*;
@@ -52,6 +52,24 @@ pub struct CoordinatorArgs {
     /// Serve Prometheus metrics on this address (e.g. 0.0.0.0:9100).
     #[arg(long)]
     metrics_listen: Option<SocketAddr>,
+    /// Longest time a gRPC call may take until its answer starts, uploads excepted (then
+    /// DEADLINE_EXCEEDED).
+    #[arg(long, default_value_t = 30)]
+    request_timeout_secs: u64,
+    /// Longest wait for the next chunk of an upload (then the job is handed back) or for a
+    /// download's reader to take the next chunk (then the download ends).
+    #[arg(long, default_value_t = 30)]
+    stream_idle_timeout_secs: u64,
+    /// gRPC calls one connection may have in progress at once (more wait their turn).
+    #[arg(long, default_value_t = 256)]
+    max_calls_per_connection: usize,
+    /// Share of every uploaded table's positions checked one ply deep before it is committed,
+    /// in percent (with --sample-min; 0 and 0 turn the check off).
+    #[arg(long, default_value_t = 1.0)]
+    sample_percent: f64,
+    /// Fewest positions checked per upload (every position of smaller tables).
+    #[arg(long, default_value_t = 100_000)]
+    sample_min: u64,
     #[command(flatten)]
     http: crate::cli_serve::HttpArgs,
 }
@@ -86,6 +104,10 @@ pub struct WorkerArgs {
     /// Fault injection for tests: wait this long (heartbeating) before each upload.
     #[arg(long, hide = true, default_value_t = 0)]
     debug_delay_upload_ms: u64,
+    /// Fault injection for tests, never for production: give this many values of every table
+    /// a wrong value after verifying it (the coordinator's sample check must refuse it).
+    #[arg(long, hide = true, default_value_t = 0)]
+    debug_corrupt_values: u64,
 }
 
 /// Arguments of `xqtb generate`.
@@ -213,6 +235,22 @@ fn rules_name(r: Option<RuleSet>) -> String {
 
 /// `xqtb coordinator`.
 pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
+    if !(0.0..=100.0).contains(&args.sample_percent) {
+        bail!(
+            "--sample-percent {} is not a percentage (0 to 100)",
+            args.sample_percent
+        );
+    }
+    let limits = Limits {
+        request_timeout: Duration::from_secs(args.request_timeout_secs.max(1)),
+        stream_idle_timeout: Duration::from_secs(args.stream_idle_timeout_secs.max(1)),
+        calls_per_connection: args.max_calls_per_connection.max(1),
+        sample: solver::sample::SamplePolicy {
+            percent: args.sample_percent,
+            minimum: args.sample_min,
+        },
+        ..Limits::default()
+    };
     let config = CoordinatorConfig {
         listen: args.listen,
         data: args.data,
@@ -227,6 +265,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
         },
         default_rules: args.rules,
         tls: args.tls_cert.zip(args.tls_key),
+        limits,
     };
     runtime()?.block_on(async {
         serve_metrics(args.metrics_listen)?;
@@ -273,6 +312,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         ca: args.ca,
         exit_when_done: args.exit_when_done,
         debug_delay_upload_ms: args.debug_delay_upload_ms,
+        debug_corrupt_values: args.debug_corrupt_values,
     };
     runtime()?.block_on(async {
         serve_metrics(args.metrics_listen)?;
@@ -312,6 +352,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         scheduler: SchedulerConfig::default(),
         default_rules: args.rules,
         tls: None,
+        limits: Limits::default(),
     };
     let started = Instant::now();
     let cpu_start = crate::cli_solve::cpu_seconds();
@@ -332,6 +373,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
                 ca: None,
                 exit_when_done: true,
                 debug_delay_upload_ms: 0,
+                debug_corrupt_values: 0,
             };
             handles.push(tokio::spawn(worker::run(config, stop_rx.clone())));
         }
@@ -438,8 +480,80 @@ async fn tablebase_client(
     )
 }
 
-fn status_error(s: tonic::Status) -> anyhow::Error {
-    anyhow!("{}: {}", s.code(), s.message())
+/// A failed call to the coordinator of `server` as one message: the coordinator's own words,
+/// with where they came from and what to do where that is clear. `fix`: what makes the table a
+/// NOT_FOUND answer reports missing.
+fn call_error(s: tonic::Status, server: &ServerArgs, fix: Option<String>) -> anyhow::Error {
+    use tonic::Code;
+    let url = &server.server;
+    let msg = match s.message() {
+        "" => s.code().description(),
+        m => m,
+    };
+    match s.code() {
+        Code::Unauthenticated if server.token.is_some() => anyhow!(
+            "the coordinator at {url} refused the call: {msg}; check --token (or XQTB_TOKEN) against the coordinator's --token"
+        ),
+        Code::Unauthenticated => anyhow!(
+            "the coordinator at {url} refused the call: {msg}; give its cluster token with --token or XQTB_TOKEN"
+        ),
+        Code::NotFound => match fix {
+            Some(fix) => anyhow!("{msg}; {fix}"),
+            None => anyhow!("{msg}"),
+        },
+        // The coordinator's message says what is wrong with the request itself.
+        Code::InvalidArgument | Code::FailedPrecondition => anyhow!("{msg}"),
+        Code::Unavailable => anyhow!("the coordinator at {url} is unavailable: {msg}"),
+        Code::Unimplemented => anyhow!(
+            "{url} does not answer this call ({msg}): is it an xqtb coordinator, of this version?"
+        ),
+        // Failures below gRPC (a connection reset, an HTTP/1 server on the port) come as
+        // UNKNOWN or INTERNAL with the transport's error as the status's source.
+        code => {
+            let detail = std::error::Error::source(&s)
+                .map(rpc::error_chain)
+                .filter(|d| !msg.ends_with(d.as_str()))
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            let hint = if matches!(code, Code::Unknown | Code::Internal) && !detail.is_empty() {
+                "; is this the coordinator's gRPC address (its --listen, not --http-listen)?"
+            } else {
+                ""
+            };
+            anyhow!(
+                "the coordinator at {url} answered {}: {msg}{detail}{hint}",
+                code_name(code)
+            )
+        }
+    }
+}
+
+/// [`call_error`] for calls whose NOT_FOUND has no obvious fix.
+fn status_error(server: &ServerArgs) -> impl Fn(tonic::Status) -> anyhow::Error + '_ {
+    move |s| call_error(s, server, None)
+}
+
+/// The canonical name of a gRPC status code, as the gRPC documentation and other clients
+/// write it (`NOT_FOUND`; tonic's `Display` is a sentence).
+fn code_name(code: tonic::Code) -> String {
+    let mut name = String::new();
+    for (i, c) in format!("{code:?}").chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(c.to_ascii_uppercase());
+    }
+    name
+}
+
+/// The command that generates `signature` on the coordinator of `server`, under `rules` (the
+/// coordinator's default when `None`, as for the call that found it missing).
+fn submit_fix(signature: &str, rules: Option<RuleSet>, server: &ServerArgs) -> String {
+    let rules = rules.map(|r| format!(" --rules {r}")).unwrap_or_default();
+    format!(
+        "generate it on the coordinator with `xqtb submit {signature}{rules} --server {}` (needs the cluster token, if it has one)",
+        server.server
+    )
 }
 
 /// `xqtb submit`.
@@ -453,7 +567,7 @@ pub fn submit(args: SubmitArgs) -> Result<()> {
                 rules: rules_name(args.rules),
             })
             .await
-            .map_err(status_error)?
+            .map_err(status_error(&args.server))?
             .into_inner();
         if r.planned.is_empty() {
             println!("nothing new to plan: every table is already planned or finished");
@@ -477,7 +591,7 @@ pub fn status(args: StatusArgs) -> Result<()> {
             let s = client
                 .status(StatusRequest {})
                 .await
-                .map_err(status_error)?
+                .map_err(status_error(&args.server))?
                 .into_inner();
             if args.watch {
                 print!("\x1b[2J\x1b[H");
@@ -563,7 +677,15 @@ pub fn query(args: QueryArgs) -> Result<()> {
                 rules: rules_name(args.rules),
             })
             .await
-            .map_err(status_error)?
+            .map_err(|s| {
+                // NOT_FOUND names a table not generated: the position's own, whose closure
+                // holds every table its moves lead into.
+                let fix = xiangqi::parse_fen(&args.fen).ok().map(|board| {
+                    let sig = xqtb_core::Signature::new(xqtb_core::Material::of_board(&board));
+                    submit_fix(&sig.name(), args.rules, &args.server)
+                });
+                call_error(s, &args.server, fix)
+            })?
             .into_inner();
         let r = rpc::probe_report(r).context("the coordinator's answer does not parse")?;
         if args.json {
@@ -597,7 +719,10 @@ pub fn download(args: DownloadArgs) -> Result<()> {
                     rules: rules_name(args.rules),
                 })
                 .await
-                .map_err(status_error)?
+                .map_err(|s| {
+                    let fix = submit_fix(&sig.name(), args.rules, &args.server);
+                    call_error(s, &args.server, Some(fix))
+                })?
                 .into_inner();
             let bar = ProgressBar::new(0);
             bar.set_style(
@@ -653,7 +778,7 @@ pub fn health(args: HealthArgs) -> Result<()> {
                 service: String::new(),
             })
             .await
-            .map_err(status_error)?
+            .map_err(status_error(&args.server))?
             .into_inner();
         let serving =
             r.status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32;

@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use storage_format::codec::TableHeader;
+use storage_format::store::StoreError;
 use storage_format::{ShardDir, SledStore, TableStore, load_into_memory};
 use xiangqi::Color;
-use xqtb_core::{MemoryTables, RuleSet, TableId};
+use xqtb_core::{MemoryTables, ProbeError, RuleSet, TableId};
 
 /// Default directory of the table store.
 pub const DEFAULT_DATA: &str = "./xqtb-data";
@@ -48,6 +49,68 @@ impl Source {
 
     fn tablebase(&self) -> Result<Tablebase> {
         Ok(Tablebase::new(self.store()?))
+    }
+
+    /// `e` with the commands that make the table it finds missing, if it finds one: the fix is
+    /// obvious, so the message says it (for the store or shard directory these commands read).
+    fn with_fix(&self, e: impl Into<anyhow::Error>) -> anyhow::Error {
+        let e = e.into();
+        match missing_table(&e) {
+            Some(table) => anyhow!("{e:#}; {}", self.fix(&table)),
+            None => e,
+        }
+    }
+
+    /// The commands that put `table` where this source reads it.
+    fn fix(&self, table: &TableId) -> String {
+        // Flags the commands take only when they differ from the defaults.
+        let rules = if table.rules == RuleSet::default() {
+            String::new()
+        } else {
+            format!(" --rules {}", table.rules)
+        };
+        let sig = table.signature.name();
+        match (&self.shards, &self.data) {
+            (Some(dir), _) => {
+                let file = dir.join(ShardDir::file_name(table));
+                format!(
+                    "generate it with `xqtb generate {sig}{rules}` and write its shard file there with `xqtb export {sig}{rules} -o {}`",
+                    shell_word(&file.display().to_string())
+                )
+            }
+            (None, Some(data)) => format!(
+                "generate it with `xqtb generate {sig}{rules} --data {}`",
+                shell_word(&data.display().to_string())
+            ),
+            (None, None) => format!("generate it with `xqtb generate {sig}{rules}`"),
+        }
+    }
+}
+
+/// The table an error (or one of its causes) reports missing.
+fn missing_table(e: &anyhow::Error) -> Option<TableId> {
+    e.chain().find_map(|cause| {
+        if let Some(p) = cause.downcast_ref::<ProbeError>() {
+            return match p {
+                ProbeError::MissingTable(t) | ProbeError::NotInStore { table: t, .. } => Some(*t),
+                _ => None,
+            };
+        }
+        match cause.downcast_ref::<StoreError>() {
+            Some(StoreError::Missing { table, .. }) => Some(*table),
+            _ => None,
+        }
+    })
+}
+
+/// `word` as one word for a POSIX shell: as it is when it holds nothing a shell would
+/// interpret, else single-quoted, so a printed command can be pasted as it is.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./+=:,@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 
@@ -189,7 +252,7 @@ pub fn probe(args: ProbeArgs) -> Result<()> {
             if args.json {
                 println!("{}", json!({ "fen": fen, "error": e.to_string() }));
             }
-            return Err(e.into());
+            return Err(args.source.with_fix(e));
         }
     };
     if args.json {
@@ -217,7 +280,9 @@ pub fn probe(args: ProbeArgs) -> Result<()> {
 pub fn mainline(args: MainlineArgs) -> Result<()> {
     let tb = args.source.tablebase()?;
     let board = xiangqi::parse_fen(&args.fen).map_err(|e| anyhow!("bad FEN: {e}"))?;
-    let line = tb.mainline(args.rules, &board)?;
+    let line = tb
+        .mainline(args.rules, &board)
+        .map_err(|e| args.source.with_fix(e))?;
     if args.json {
         println!("{}", serde_json::to_string(&MainlineReport::from(&line))?);
         return Ok(());
@@ -263,7 +328,13 @@ pub fn mainline(args: MainlineArgs) -> Result<()> {
 pub fn export(args: ExportArgs) -> Result<()> {
     let sig = crate::parse_signature(&args.signature)?;
     let store = open_existing_store(&args.data)?;
-    let bytes = store.export_shard(&TableId::new(args.rules, sig))?;
+    let source = Source {
+        data: Some(args.data.clone()),
+        shards: None,
+    };
+    let bytes = store
+        .export_shard(&TableId::new(args.rules, sig))
+        .map_err(|e| source.with_fix(e))?;
     let tmp = args.output.with_extension("tmp-export");
     std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &args.output)
@@ -313,13 +384,16 @@ pub fn verify(args: VerifyArgs) -> Result<()> {
     let id = TableId::new(args.rules, sig);
     pool.install(|| -> Result<()> {
         let start = Instant::now();
-        let table = store.load_decoded(&id)?;
+        let table = store
+            .load_decoded(&id)
+            .map_err(|e| args.source.with_fix(e))?;
         let header = store
             .header(&id)?
             .ok_or_else(|| anyhow!("table {sig} vanished from the store"))?;
         let mut deps = MemoryTables::new();
         load_into_memory(&*store, &id.dependencies(), &mut deps, |_, _| {})
-            .with_context(|| format!("loading the tables {sig} depends on"))?;
+            .with_context(|| format!("loading the tables {sig} depends on"))
+            .map_err(|e| args.source.with_fix(e))?;
         let loaded = start.elapsed().as_secs_f64();
         let start = Instant::now();
         let counts = solver::verify(&table, &deps).map_err(|e| anyhow!(e))?;

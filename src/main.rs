@@ -34,10 +34,19 @@ enum Command {
         #[arg(long)]
         divide: bool,
     },
-    /// Show a signature's canonical name, index size, legal positions, density and dependencies.
+    /// Show a signature's canonical name, index size, placements, memory to solve it and its
+    /// dependencies at once; the table's stored counts when a store holds it; legal positions
+    /// counted slot by slot with --count.
     Info {
         /// Material signature, e.g. KRNvKR (any order and case).
         signature: String,
+        /// Also count the legal positions slot by slot (minutes on tables of billions of
+        /// entries; a progress bar shows how far it is).
+        #[arg(long)]
+        count: bool,
+        /// Table store to look the table up in (its stored counts are shown when it holds it).
+        #[arg(long, default_value = "./xqtb-data")]
+        data: std::path::PathBuf,
     },
     /// Count placements exactly (dynamic programming after Wei and Li).
     Count {
@@ -155,7 +164,11 @@ fn run() -> Result<()> {
     }
     match cli.command {
         Command::Perft { fen, depth, divide } => perft(&fen, depth, divide),
-        Command::Info { signature } => info(&signature),
+        Command::Info {
+            signature,
+            count,
+            data,
+        } => info(&signature, count, &data),
         Command::Count { signature, all } => count(signature.as_deref(), all),
         Command::Solve(args) => cli_solve::run(args),
         Command::Probe(args) => cli_tables::probe(args),
@@ -204,7 +217,7 @@ pub(crate) fn parse_signature(text: &str) -> Result<Signature> {
         .with_context(|| format!("bad signature '{text}'"))
 }
 
-fn info(text: &str) -> Result<()> {
+fn info(text: &str, count: bool, data: &std::path::Path) -> Result<()> {
     let sig = parse_signature(text)?;
     println!("signature: {sig}");
     if sig.is_dead_draw() {
@@ -217,13 +230,17 @@ fn info(text: &str) -> Result<()> {
         "index size: {size} slots per side to move ({} entries)",
         2 * size
     );
-    let legal = index.count_legal();
-    for (side, n) in ["Red", "Black"].iter().zip(legal) {
-        println!(
-            "legal positions, {side} to move: {n} (density {:.4})",
-            n as f64 / size as f64
-        );
-    }
+    let placements = xqtb_core::count::count_signature(&sig);
+    // The index keeps one of each pair of mirror images, so about half of these have a slot.
+    println!("placements: {placements} on the board (mirror images counted apart)");
+    // Two bytes of state per entry; BENCHMARKS.md measures the whole peak at about 2.2 bytes
+    // per entry under cycles-are-draws and 2.9 under asian for KRNvKR.
+    println!(
+        "memory to solve: {:.1} MB of values (2 bytes per entry); peak about {:.0} MB (cycles-are-draws) to {:.0} MB (asian)",
+        2.0 * 2.0 * size as f64 / 1e6,
+        2.2 * 2.0 * size as f64 / 1e6 + 2.0,
+        2.9 * 2.0 * size as f64 / 1e6 + 2.0
+    );
     let deps: Vec<String> = sig.capture_targets().iter().map(|s| s.name()).collect();
     println!(
         "captures lead into: {}",
@@ -239,6 +256,45 @@ fn info(text: &str) -> Result<()> {
         closure.len(),
         closure.join(" ")
     );
+    if data.is_dir() {
+        let store = storage_format::SledStore::open(data)?;
+        for rules in xqtb_core::RuleSet::ALL {
+            let id = xqtb_core::TableId::new(rules, sig);
+            if let Some(h) = storage_format::TableStore::header(&store, &id)? {
+                for (side, name) in [
+                    (xiangqi::Color::Red, "Red"),
+                    (xiangqi::Color::Black, "Black"),
+                ] {
+                    let c = h.counts.side(side);
+                    println!(
+                        "stored in {} ({}), {name} to move: {} legal, {} wins, {} draws, {} losses",
+                        data.display(),
+                        rules.name(),
+                        c.legal,
+                        c.wins,
+                        c.draws,
+                        c.losses
+                    );
+                }
+            }
+        }
+    }
+    if count {
+        let bar = indicatif::ProgressBar::new(size).with_style(
+            indicatif::ProgressStyle::with_template(
+                "counting legal positions {bar:40} {percent}% ({eta} left)",
+            )
+            .expect("a valid template"),
+        );
+        let legal = index.count_legal_with(&|n| bar.inc(n));
+        bar.finish_and_clear();
+        for (side, n) in ["Red", "Black"].iter().zip(legal) {
+            println!(
+                "legal positions, {side} to move: {n} (density {:.4})",
+                n as f64 / size as f64
+            );
+        }
+    }
     Ok(())
 }
 

@@ -1,20 +1,51 @@
 //! User errors print one message without a backtrace, also with `RUST_BACKTRACE=1`, and exit
-//! with status 1 (2 for usage errors).
+//! with status 1 (2 for usage errors). Where the fix is obvious the message says it: a missing
+//! table names the command that generates it, an unreachable server its URL and the error.
 
+mod common;
+
+use common::{Proc, TempDir, free_port};
+use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_xqtb");
 
 fn run(args: &[&str]) -> (i32, String) {
+    run_in(Path::new("."), args)
+}
+
+/// Runs `xqtb ARGS` in `dir` (without the caller's `XQTB_TOKEN`): its exit status and standard
+/// error.
+fn run_in(dir: &Path, args: &[&str]) -> (i32, String) {
     let out = Command::new(BIN)
         .args(args)
+        .current_dir(dir)
         .env("RUST_BACKTRACE", "1")
+        .env_remove("XQTB_TOKEN")
         .output()
         .expect("run xqtb");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Runs a command that must fail with status 1 and one `error: ` line; returns that line.
+fn error_of(dir: &Path, args: &[&str]) -> String {
+    let (code, stderr) = run_in(dir, args);
+    assert_eq!(code, 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(!stderr.contains("acktrace"), "{args:?}: {stderr}");
+    stderr.trim_end().to_string()
+}
+
+/// The command a message quotes between backticks after `generate it`.
+fn quoted_command(message: &str) -> Vec<String> {
+    let rest = message.split("generate it").nth(1).expect("a fix");
+    let command = rest.split('`').nth(1).expect("a quoted command");
+    command.split_whitespace().map(str::to_string).collect()
 }
 
 #[test]
@@ -69,4 +100,185 @@ fn a_closed_pipe_ends_the_output_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A KRCvK position: the tests' stores hold only KRvK.
+const KRCVK: &str = "4k4/9/9/9/9/9/9/9/9/RC1K5 w";
+
+#[test]
+fn a_missing_table_names_the_command_that_generates_it() {
+    let dir = TempDir::new("cli-missing-table");
+    let data = dir.arg("data");
+    assert_eq!(run(&["solve", "KRvK", "--data", &data]).0, 0);
+    let root = dir.root();
+
+    let e = error_of(root, &["probe", KRCVK, "--data", &data]);
+    let fix = format!("generate it with `xqtb generate KRCvK --data {data}`");
+    assert!(e.contains("table KRCvK is not in the store"), "{e}");
+    assert!(e.ends_with(&fix), "{e}");
+    let e = error_of(root, &["mainline", KRCVK, "--data", &data]);
+    assert!(e.ends_with(&fix), "{e}");
+    let e = error_of(root, &["verify", "KRCvK", "--data", &data]);
+    assert!(e.ends_with(&fix), "{e}");
+    // A rule set other than the default is named; the default is not.
+    let e = error_of(
+        root,
+        &[
+            "probe",
+            KRCVK,
+            "--rules",
+            "cycles-are-draws",
+            "--data",
+            &data,
+        ],
+    );
+    assert!(
+        e.ends_with(&format!(
+            "generate it with `xqtb generate KRCvK --rules cycles-are-draws --data {data}`"
+        )),
+        "{e}"
+    );
+    // Without --data the command reads ./xqtb-data, which is generate's default too.
+    assert_eq!(run_in(root, &["solve", "KRvK"]).0, 0);
+    let e = error_of(root, &["probe", KRCVK]);
+    assert!(e.ends_with("generate it with `xqtb generate KRCvK`"), "{e}");
+    // A shard directory: generate, then export into it (a path with a space comes quoted).
+    let shards = dir.path("my shards");
+    std::fs::create_dir_all(&shards).unwrap();
+    let shards = shards.display().to_string();
+    let e = error_of(root, &["probe", KRCVK, "--shards", &shards]);
+    assert!(
+        e.ends_with(&format!(
+            "generate it with `xqtb generate KRCvK` and write its shard file there with `xqtb export KRCvK -o '{shards}/KRCvK.asian.xqtb'`"
+        )),
+        "{e}"
+    );
+
+    // The command named is the fix: after it, the probe answers.
+    let e = error_of(root, &["probe", KRCVK, "--data", &data]);
+    let command = quoted_command(&e);
+    assert_eq!(command[..3], ["xqtb", "generate", "KRCvK"], "{e}");
+    let args: Vec<&str> = command[1..].iter().map(String::as_str).collect();
+    let (code, stderr) = run_in(root, &args);
+    assert_eq!(code, 0, "{command:?}: {stderr}");
+    let (code, stderr) = run_in(root, &["probe", KRCVK, "--data", &data]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn an_unreachable_server_is_named_with_the_error() {
+    let dir = TempDir::new("cli-unreachable");
+    let root = dir.root();
+    // Nothing listens on a port that was free a moment ago.
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let out = dir.arg("out");
+    let commands: [&[&str]; 5] = [
+        &["query", KRCVK, "--server", &url],
+        &["status", "--server", &url],
+        &["submit", "KRvK", "--server", &url],
+        &["download", "KRvK", "-o", &out, "--server", &url],
+        &["health", "--server", &url],
+    ];
+    for args in commands {
+        let e = error_of(root, args);
+        assert!(
+            e.starts_with(&format!("error: cannot reach the coordinator at {url}: ")),
+            "{e}"
+        );
+        assert!(e.contains("Connection refused"), "{e}");
+        assert!(e.contains("is the coordinator running"), "{e}");
+        // The transport's causes are not repeated.
+        assert!(!e.contains("tcp connect error: tcp connect error"), "{e}");
+    }
+    let e = error_of(root, &["query", KRCVK, "--server", "127.0.0.1:7070"]);
+    assert!(e.contains("bad coordinator URL '127.0.0.1:7070'"), "{e}");
+    assert!(e.contains("http://HOST:PORT"), "{e}");
+    let https = url.replace("http://", "https://");
+    let e = error_of(root, &["status", "--server", &https]);
+    assert!(e.contains(&https) && e.contains("needs --ca FILE"), "{e}");
+    let e = error_of(root, &["status", "--server", &url, "--ca", "ca.pem"]);
+    assert!(e.contains("use https://"), "{e}");
+}
+
+#[test]
+fn a_coordinator_s_refusals_say_what_to_do() {
+    let dir = TempDir::new("cli-coordinator-errors");
+    let root = dir.root();
+    let data = dir.arg("data");
+    assert_eq!(run(&["solve", "KRvK", "--data", &data]).0, 0);
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://{listen}");
+    let mut coordinator = Proc::start(
+        &dir,
+        "coordinator",
+        &[
+            "coordinator",
+            "--listen",
+            &listen,
+            "--data",
+            &data,
+            "--token",
+            "s3cret",
+            "--token-for-reads",
+        ],
+    );
+    coordinator.wait_for_port(port, Duration::from_secs(30));
+
+    let e = error_of(root, &["query", KRCVK, "--server", &url]);
+    assert!(
+        e.contains(&format!("the coordinator at {url} refused")),
+        "{e}"
+    );
+    assert!(
+        e.contains("give its cluster token with --token or XQTB_TOKEN"),
+        "{e}"
+    );
+    let e = error_of(root, &["status", "--server", &url, "--token", "wrong"]);
+    assert!(e.contains("wrong token; check --token"), "{e}");
+    let token = ["--token", "s3cret"];
+    let e = error_of(
+        root,
+        &[&["query", KRCVK, "--server", &url][..], &token].concat(),
+    );
+    assert!(e.contains("table KRCvK is not in the store"), "{e}");
+    let submit = format!("`xqtb submit KRCvK --server {url}`");
+    assert!(e.contains(&submit), "{e}");
+    let e = error_of(
+        root,
+        &[
+            &[
+                "query",
+                KRCVK,
+                "--rules",
+                "cycles-are-draws",
+                "--server",
+                &url,
+            ][..],
+            &token,
+        ]
+        .concat(),
+    );
+    assert!(
+        e.contains(&format!(
+            "`xqtb submit KRCvK --rules cycles-are-draws --server {url}`"
+        )),
+        "{e}"
+    );
+    let out = dir.arg("out");
+    let e = error_of(
+        root,
+        &[
+            &["download", "krck", "-o", &out, "--server", &url][..],
+            &token,
+        ]
+        .concat(),
+    );
+    assert!(e.contains(&submit), "{e}");
+    let e = error_of(
+        root,
+        &[&["query", "not a fen", "--server", &url][..], &token].concat(),
+    );
+    assert!(e.starts_with("error: bad FEN"), "{e}");
+    coordinator.kill();
 }

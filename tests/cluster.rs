@@ -1,11 +1,14 @@
 //! End-to-end tests of the distributed service with real processes on 127.0.0.1: a coordinator
 //! and workers started from the `xqtb` binary, driven and checked over gRPC.
 
+mod common;
+
+use common::{BIN, Proc, TempDir, free_port};
 use proto::v1::jobs_client::JobsClient;
 use proto::v1::tablebase_client::TablebaseClient;
 use proto::v1::*;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 use xqtb_core::{JobKey, RuleSet, Signature, TableId};
 
@@ -24,83 +27,6 @@ fn sig_of(j: &JobStatus) -> String {
         .clone()
 }
 use tonic::transport::Channel;
-
-const BIN: &str = env!("CARGO_BIN_EXE_xqtb");
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("xqtb-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn path(&self, rel: &str) -> PathBuf {
-        self.0.join(rel)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A child process killed when dropped.
-struct Proc {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Proc {
-    fn start(dir: &TempDir, name: &str, args: &[&str]) -> Proc {
-        let log = dir.path(&format!("{name}.log"));
-        let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(BIN)
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .unwrap();
-        Proc { child, log }
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> bool {
-        let start = Instant::now();
-        while start.elapsed() < timeout {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status.success();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn coordinator(dir: &TempDir, port: u16, extra: &[&str]) -> Proc {
     let listen = format!("127.0.0.1:{port}");
@@ -735,7 +661,7 @@ fn tls_with_a_ca_file() {
     let openssl = |args: &[&str]| {
         Command::new("openssl")
             .args(args)
-            .current_dir(&dir.0)
+            .current_dir(dir.root())
             .output()
             .is_ok_and(|o| o.status.success())
     };
@@ -824,4 +750,155 @@ fn tls_with_a_ca_file() {
         .unwrap();
     assert!(!out.status.success());
     coord.kill();
+}
+
+/// The job of `sig` in a status report.
+fn job_of<'a>(s: &'a StatusResponse, sig: &str) -> &'a JobStatus {
+    s.jobs
+        .iter()
+        .find(|j| sig_of(j) == sig)
+        .expect("the job is planned")
+}
+
+#[test]
+fn a_faulty_worker_is_refused_by_the_sample_check_quarantined_and_replaced() {
+    let dir = TempDir::new("faulty");
+    let (port, cm) = (free_port(), free_port());
+    let cm_addr = format!("127.0.0.1:{cm}");
+    let _c = coordinator(
+        &dir,
+        port,
+        &["--plan", "KRvK,KNvK", "--metrics-listen", &cm_addr],
+    );
+    wait_for_metrics(cm);
+    // KRvKN's dependencies first, from a healthy worker.
+    let mut first = worker(&dir, port, "first", &["--threads", "2", "--exit-when-done"]);
+    let rt = rt();
+    rt.block_on(wait_until(
+        port,
+        "the dependencies",
+        Duration::from_secs(120),
+        all_finished,
+    ));
+    assert!(first.wait_exit(Duration::from_secs(30)), "{}", first.log());
+    rt.block_on(async {
+        let mut c = TablebaseClient::new(channel(port).await);
+        c.submit(SubmitRequest {
+            signatures: vec!["KRvKN".into()],
+            rules: String::new(),
+        })
+        .await
+        .unwrap();
+    });
+    // The faulty worker gives 200 of KRvKN's values, spread over the table, a wrong value after
+    // verifying it. KRvKN has 380,325 legal positions, of which the default sample (1% or
+    // 100,000, whichever is larger) checks 100,000: each wrong value escapes it with
+    // probability 1 - 100,000/380,325 < 0.74, all 200 together with less than 0.74^200 < 1e-26
+    // (a wrong value also shows when one of its predecessors is sampled, which only makes the
+    // refusal likelier). The refusal is certain in practice; without the check the table would
+    // be committed (the next test).
+    let mut faulty = worker(
+        &dir,
+        port,
+        "faulty",
+        &["--threads", "2", "--debug-corrupt-values", "200"],
+    );
+    let s = rt.block_on(wait_until(
+        port,
+        "the refusal of the faulty upload",
+        Duration::from_secs(120),
+        |s| job_of(s, "KRvKN").last_error.contains("sample check"),
+    ));
+    let job = job_of(&s, "KRvKN");
+    let bad = s.workers.iter().find(|w| w.name == "faulty").unwrap();
+    // Status names the worker: in the job's last error, and as quarantined.
+    assert_eq!((job.state.as_str(), job.attempts), ("ready", 1), "{job:?}");
+    assert!(job.last_error.contains(&bad.worker_id), "{job:?}");
+    assert!(job.last_error.contains("wrong value"), "{job:?}");
+    assert_eq!(bad.phase, "quarantined", "{bad:?}");
+    // So do the metrics.
+    let metric = format!(
+        "xqtb_sample_check_failures_total{{worker=\"{}\"}} 1",
+        bad.worker_id
+    );
+    let text = scrape(cm);
+    assert!(text.contains(&metric), "no {metric}:\n{text}");
+    assert!(
+        text.contains("xqtb_uploads_total{result=\"refused\"} 1"),
+        "{text}"
+    );
+    // Quarantined, the faulty worker gets no more jobs: a healthy one solves the table.
+    let mut healthy = worker(
+        &dir,
+        port,
+        "healthy",
+        &["--threads", "2", "--exit-when-done"],
+    );
+    let s = rt.block_on(wait_until(
+        port,
+        "the healthy worker's table",
+        Duration::from_secs(120),
+        all_finished,
+    ));
+    assert!(
+        healthy.wait_exit(Duration::from_secs(30)),
+        "{}",
+        healthy.log()
+    );
+    assert_eq!(job_of(&s, "KRvKN").attempts, 2);
+    let bad = s.workers.iter().find(|w| w.name == "faulty").unwrap();
+    assert_eq!(bad.phase, "quarantined", "{bad:?}");
+    assert!(faulty.log().contains("upload refused"), "{}", faulty.log());
+    faulty.kill();
+    let remote = rt.block_on(download(port, "KRvKN"));
+    assert!(
+        remote == solo_shard(&dir, &["KRvKN"], "KRvKN"),
+        "the committed KRvKN differs from xqtb solve's"
+    );
+}
+
+#[test]
+fn without_the_sample_check_a_faulty_upload_is_committed() {
+    // The control of the test above: with the check off, nothing else notices the wrong values
+    // (the worker checksums what it changed), and the store is poisoned.
+    let dir = TempDir::new("unchecked");
+    let port = free_port();
+    let _c = coordinator(
+        &dir,
+        port,
+        &[
+            "--plan",
+            "KRvK",
+            "--sample-percent",
+            "0",
+            "--sample-min",
+            "0",
+        ],
+    );
+    let mut faulty = worker(
+        &dir,
+        port,
+        "faulty",
+        &[
+            "--threads",
+            "2",
+            "--exit-when-done",
+            "--debug-corrupt-values",
+            "20",
+        ],
+    );
+    let rt = rt();
+    rt.block_on(wait_until(
+        port,
+        "KRvK",
+        Duration::from_secs(120),
+        all_finished,
+    ));
+    assert!(
+        faulty.wait_exit(Duration::from_secs(30)),
+        "{}",
+        faulty.log()
+    );
+    let remote = rt.block_on(download(port, "KRvK"));
+    assert!(remote != solo_shard(&dir, &["KRvK"], "KRvK"));
 }

@@ -3,135 +3,29 @@
 //! with the read token, and `xqtb generate --http-listen`; values compared with
 //! `xqtb probe --json` / `xqtb mainline --json` / `xqtb query --json`.
 
+mod common;
+
+use common::{Proc, TempDir, free_port, xqtb as run};
 use http_body_util::{BodyExt, Empty};
 use hyper::header::HeaderMap;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value as Json;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
-use xiangqi::Color;
-use xqtb_core::TableIndex;
-
-const BIN: &str = env!("CARGO_BIN_EXE_xqtb");
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("xqtb-http-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn path(&self, rel: &str) -> String {
-        self.0.join(rel).display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A child process killed when dropped.
-struct Proc {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Proc {
-    fn start(dir: &TempDir, name: &str, args: &[&str]) -> Proc {
-        let log = dir.0.join(format!("{name}.log"));
-        let child = Command::new(BIN)
-            .args(args)
-            .env("RUST_LOG", "info")
-            .env_remove("XQTB_TOKEN")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        Proc { child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Runs `xqtb ARGS` to completion with `stdin`, returning standard output; panics on failure.
-fn run(args: &[&str], stdin: &str) -> String {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .env_remove("XQTB_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "xqtb {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// A store with KRvKN and KCvK (and what they depend on) solved under the default rules.
 fn solved_store(dir: &TempDir) -> String {
-    let data = dir.path("data");
+    let data = dir.arg("data");
     run(&["solve", "KRvKN", "KCvK", "--data", &data], "");
     data
 }
 
 /// `n` distinct legal KRvKN positions (both sides to move), from a fixed seed.
 fn positions(n: usize) -> Vec<String> {
-    let index = TableIndex::new("KRvKN".parse().unwrap());
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut out = std::collections::BTreeSet::new();
-    while out.len() < n {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let slot = (seed >> 20) % index.size();
-        let side = if seed & (1 << 40) == 0 {
-            Color::Red
-        } else {
-            Color::Black
-        };
-        if let Some(b) = index.board(slot, side)
-            && !b.opponent_in_check()
-        {
-            out.insert(b.fen());
-        }
-    }
-    out.into_iter().collect()
+    common::positions("KRvKN", n)
 }
 
 /// Percent-encodes a query value.
@@ -353,7 +247,7 @@ async fn probe_mainline_and_tables_equal_the_cli_on_hundreds_of_positions() {
 async fn serve_reads_shard_files_in_place() {
     let dir = TempDir::new("shards");
     let data = solved_store(&dir);
-    let shards = dir.path("shards");
+    let shards = dir.arg("shards");
     std::fs::create_dir_all(&shards).unwrap();
     for sig in ["KRvKN", "KRvK", "KNvK", "KCvK"] {
         let file = format!("{shards}/{sig}.xqtb");
@@ -677,7 +571,7 @@ async fn the_page_and_its_assets_are_served_with_their_content_types() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generate_serves_http_while_and_after_generating() {
     let dir = TempDir::new("generate");
-    let data = dir.path("data");
+    let data = dir.arg("data");
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let mut proc = Proc::start(

@@ -9,16 +9,90 @@
 use crate::scheduler::{Grant, JobRecord, JobState, LeaseError, Scheduler, SchedulerConfig};
 use probe::{MainlineReport, ProbeReport, Tablebase};
 use serde::Serialize;
+use solver::sample::SamplePolicy;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use storage_format::codec::{self, EncodedTable};
 use storage_format::shard;
 use storage_format::store::{RecordTree, SledStore, StoreError, TableStore};
 use thiserror::Error;
 use xqtb_core::{JobKey, ProbeError, RuleSet, TableCounts, TableId, TableIndex};
 
-/// Largest shard accepted in one upload.
+/// Largest upload accepted for any table: an upload is held in memory until it is committed.
 pub const MAX_UPLOAD_BYTES: u64 = 4 << 30;
+
+/// Bytes a shard may take per entry (slot and side to move): two for the value uncompressed
+/// (zstd stores a block that does not compress as it is, plus a few bytes of framing), and two
+/// more for each block's framing (its zstd frame header and its line in the block table), which
+/// covers every block of 32 values or more (the codec writes 16,384).
+const SHARD_BYTES_PER_ENTRY: u64 = 4;
+
+/// Bytes a shard may take beside its blocks: preamble, header, checksums and a compression
+/// dictionary.
+const SHARD_FIXED_BYTES: u64 = 1 << 20;
+
+/// The longest upload accepted for a table of `index_size` slots per side: more than its shard
+/// file can take with any value layout and any block size of 32 values or more, and at most
+/// [`MAX_UPLOAD_BYTES`]. An upload that announces more is refused before a byte of it is held.
+pub fn max_shard_bytes(index_size: u64) -> u64 {
+    index_size
+        .saturating_mul(2 * SHARD_BYTES_PER_ENTRY)
+        .saturating_add(SHARD_FIXED_BYTES)
+        .min(MAX_UPLOAD_BYTES)
+}
+
+/// Most positions one probe batch may hold (gRPC `ProbeBatch`, HTTP `POST
+/// /api/v1/probe-batch`): a full batch is answered in well under a second, and its answer
+/// (about 2 KB per position) stays far below the 16 MiB message limit.
+pub const MAX_PROBE_BATCH: usize = 1000;
+
+/// Refuses a probe batch of `n` positions if it holds more than [`MAX_PROBE_BATCH`].
+pub fn check_batch_len(n: usize) -> Result<(), AppError> {
+    if n > MAX_PROBE_BATCH {
+        return Err(AppError::BadRequest(format!(
+            "a probe batch holds at most {MAX_PROBE_BATCH} positions; this one has {n} (split it)"
+        )));
+    }
+    Ok(())
+}
+
+/// What keeps one client from holding the server, and how much of every upload is checked
+/// again before it is committed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// Longest time a call may take until its answer starts (then DEADLINE_EXCEEDED). An
+    /// upload is answered only after its last chunk, so uploads are bounded by
+    /// `stream_idle_timeout` instead.
+    pub request_timeout: Duration,
+    /// Longest wait for the next chunk of an upload (then the job is handed back), and for a
+    /// download's reader to take the next chunk (then the download ends).
+    pub stream_idle_timeout: Duration,
+    /// Calls one connection may have in progress at once; more wait for a free place.
+    pub calls_per_connection: usize,
+    /// Interval of HTTP/2 keepalive pings to each client; a connection whose client does not
+    /// answer one within [`Limits::keepalive_timeout`] is closed, with its calls.
+    pub keepalive_interval: Duration,
+    /// How long to wait for the answer to a keepalive ping.
+    pub keepalive_timeout: Duration,
+    /// How much of every uploaded table is checked one ply deep before it is committed. Each
+    /// upload's sample is drawn from a seed made of its lease id, so a retried job is checked on
+    /// other positions, and the seed in a refusal's message reproduces the sample.
+    pub sample: SamplePolicy,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            request_timeout: Duration::from_secs(30),
+            stream_idle_timeout: Duration::from_secs(30),
+            calls_per_connection: 256,
+            keepalive_interval: Duration::from_secs(30),
+            keepalive_timeout: Duration::from_secs(20),
+            sample: SamplePolicy::DEFAULT,
+        }
+    }
+}
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> u64 {
@@ -110,6 +184,8 @@ struct WorkerInfo {
     lease: Option<String>,
     progress: f64,
     phase: String,
+    /// Why it gets no more jobs: an upload of it failed the sample check.
+    quarantined: Option<String>,
 }
 
 /// What a newly registered worker is told.
@@ -192,10 +268,13 @@ pub struct WorkerReport {
     pub current_job: Option<JobKey>,
     /// Progress of that job (0..1).
     pub progress: f64,
-    /// What it is doing (`idle`, `starting` or the phase it reported).
+    /// What it is doing (`idle`, `starting`, `quarantined`, `lost` when it missed four
+    /// heartbeats, or the phase it reported).
     pub phase: String,
     /// Milliseconds since it last called in.
     pub last_seen_ms_ago: u64,
+    /// Why it gets no more jobs (an upload of it failed the sample check), if so.
+    pub quarantined: Option<String>,
 }
 
 /// Jobs, workers, rate and time left.
@@ -240,6 +319,44 @@ pub struct App {
     tablebase: Tablebase<Arc<SledStore>>,
     /// CRC-32 of each committed table's shard file (tables never change once committed).
     checksums: Mutex<HashMap<TableId, u32>>,
+    limits: Limits,
+}
+
+/// Why an upload is refused after it arrived whole.
+struct Refusal {
+    reason: String,
+    /// The shard is well formed but its values are wrong: the worker is faulty.
+    wrong_values: bool,
+}
+
+impl Refusal {
+    fn malformed(reason: impl ToString) -> Refusal {
+        Refusal {
+            reason: reason.to_string(),
+            wrong_values: false,
+        }
+    }
+}
+
+/// FNV-1a of `s`: a fixed hash, so that a lease id means the same sample seed everywhere.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Describes the metrics of the commit-time checks (the server describes the others).
+fn describe_check_metrics() {
+    use metrics::{Unit, describe_counter, describe_histogram};
+    describe_counter!(
+        "xqtb_sample_check_failures_total",
+        "Uploads whose values failed the sample check, by worker (the worker is quarantined)"
+    );
+    describe_histogram!(
+        "xqtb_sample_check_seconds",
+        Unit::Seconds,
+        "Time to decode an upload and check its sample"
+    );
 }
 
 impl App {
@@ -308,9 +425,22 @@ impl App {
             started: Instant::now(),
             entries_at_start,
             checksums: Mutex::new(HashMap::new()),
+            limits: Limits::default(),
         };
         app.persist(&changed)?;
+        describe_check_metrics();
         Ok(app)
+    }
+
+    /// Sets the limits (the defaults until called).
+    pub fn with_limits(mut self, limits: Limits) -> App {
+        self.limits = limits;
+        self
+    }
+
+    /// What keeps one client from holding the server.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Who may call what.
@@ -371,7 +501,11 @@ impl App {
             id
         };
         tracing::info!(worker = %id, threads, version, "worker registered");
-        self.workers.lock().expect("lock").insert(
+        let mut workers = self.workers.lock().expect("lock");
+        // A restarted worker registers anew: forget the entries of those long silent, so that
+        // neither `status` nor the map grows with every restart.
+        workers.retain(|_, w| w.last_seen.elapsed() < FORGET_SILENT_WORKERS);
+        workers.insert(
             id.clone(),
             WorkerInfo {
                 name: name.into(),
@@ -380,6 +514,7 @@ impl App {
                 lease: None,
                 progress: 0.0,
                 phase: "idle".into(),
+                quarantined: None,
             },
         );
         Registration {
@@ -388,8 +523,17 @@ impl App {
         }
     }
 
-    /// Leases the next ready job to `worker`, if any.
+    /// Leases the next ready job to `worker`, if any. A quarantined worker gets none (until it
+    /// registers again, as a restarted worker does).
     pub fn lease(&self, worker: &str) -> Result<LeaseOutcome, AppError> {
+        if self.is_quarantined(worker) {
+            self.touch_worker(worker, |_| {});
+            return Ok(LeaseOutcome {
+                grant: None,
+                retry_after_ms: 5000,
+                all_done: self.all_done(),
+            });
+        }
         let (grant, all_done) = self.change(|s| {
             let (grant, changed) = s.lease(worker, now_ms());
             Ok(((grant, s.all_done()), changed))
@@ -442,42 +586,93 @@ impl App {
         }
     }
 
-    /// Checks an uploaded shard for job `key` under `lease_id` and commits it atomically. The
-    /// scheduler lock is held throughout, so the lease cannot expire between the check and the
-    /// commit. A shard that fails its checks hands the job back to the queue.
+    /// Checks the first chunk of an upload before anything more of it is received: the lease
+    /// must be current and for `key`, and the `announced` length must fit a shard of the table
+    /// ([`max_shard_bytes`]); an upload too long for its table is refused and its job handed
+    /// back. Returns the longest upload accepted.
+    pub fn begin_upload(
+        &self,
+        lease_id: &str,
+        key: &JobKey,
+        announced: u64,
+    ) -> Result<u64, AppError> {
+        let slots = TableIndex::size_of(&key.table.signature);
+        let bound = max_shard_bytes(slots);
+        let mut s = self.scheduler.lock().expect("scheduler lock");
+        s.check_upload(lease_id, key, now_ms())?;
+        if announced > bound {
+            let reason = format!(
+                "it announces {announced} bytes, but a shard of {} ({slots} slots per side) has \
+                 at most {bound} bytes",
+                key.table
+            );
+            return Err(self.refuse(&mut s, lease_id, key, &reason));
+        }
+        Ok(bound)
+    }
+
+    /// Hands back the job of an upload that did not arrive whole (`why`: it stalled, broke off
+    /// or ran past its announced length). A lease that is no longer current is left alone.
+    pub fn abandon_upload(&self, lease_id: &str, key: &JobKey, why: &str) -> Result<(), AppError> {
+        let mut s = self.scheduler.lock().expect("scheduler lock");
+        if s.check_upload(lease_id, key, now_ms()).is_ok() {
+            match self.refuse(&mut s, lease_id, key, why) {
+                AppError::UploadRefused(_) => {}
+                e => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses the upload under `lease_id` for `reason`: the job goes back to the queue (up to
+    /// the retry limit) and the worker is marked idle. Returns the error to answer with.
+    fn refuse(&self, s: &mut Scheduler, lease_id: &str, key: &JobKey, reason: &str) -> AppError {
+        let worker = s.lease_holder(lease_id).unwrap_or("?").to_string();
+        let msg = format!("upload of {key} by {worker} refused: {reason}");
+        tracing::warn!(lease = lease_id, job = %key, worker = %worker, "{msg}");
+        metrics::counter!("xqtb_uploads_total", "result" => "refused").increment(1);
+        let failed = s.fail(lease_id, &msg).map_err(AppError::from);
+        if let Err(e) = failed.and_then(|r| self.persist(&[r])) {
+            return e;
+        }
+        self.release_worker(lease_id);
+        AppError::UploadRefused(msg)
+    }
+
+    /// Checks an uploaded shard for job `key` under `lease_id` and commits it atomically: the
+    /// lease must be current, the shard whole (every checksum, the header, the index scheme),
+    /// and a sample of its values right one ply deep against the table itself and its stored
+    /// dependencies ([`Limits::sample`]). A shard that fails hands the job back to the queue; a
+    /// worker whose values are wrong is quarantined (it gets no more jobs) and counted in
+    /// `xqtb_sample_check_failures_total`.
+    ///
+    /// The checks run without the scheduler lock (the sample takes seconds on large tables, and
+    /// heartbeats, leases and status calls must not wait for it); the lease is checked again
+    /// under the lock, which is then held until the job is marked finished, so the lease cannot
+    /// expire between that check and the commit.
     pub fn commit_upload(
         &self,
         lease_id: &str,
         key: &JobKey,
         bytes: &[u8],
     ) -> Result<String, AppError> {
+        // A stale upload is refused before the work of checking it.
+        let worker = {
+            let mut s = self.scheduler.lock().expect("scheduler lock");
+            s.check_upload(lease_id, key, now_ms())?;
+            s.lease_holder(lease_id).unwrap_or("?").to_string()
+        };
+        let checked = self.check_shard(key, bytes, lease_id);
         let mut s = self.scheduler.lock().expect("scheduler lock");
         let now = now_ms();
         s.check_upload(lease_id, key, now)?;
-        let checked = shard::read_shard(bytes)
-            .map_err(|e| e.to_string())
-            .and_then(|t| {
-                if t.header.id() != key.table {
-                    return Err(format!(
-                        "the shard holds {}, not {}",
-                        t.header.id(),
-                        key.table
-                    ));
-                }
-                t.header
-                    .check_index(&TableIndex::new(key.table.signature))
-                    .map_err(|e| e.to_string())?;
-                Ok(t)
-            });
         let table = match checked {
             Ok(t) => t,
-            Err(msg) => {
-                let msg = format!("upload of {key} refused: {msg}");
-                tracing::warn!(lease = lease_id, job = %key, "{msg}");
-                metrics::counter!("xqtb_uploads_total", "result" => "refused").increment(1);
-                let r = s.fail(lease_id, &msg)?;
-                self.persist(&[r])?;
-                return Err(AppError::UploadRefused(msg));
+            Err(refusal) => {
+                if refusal.wrong_values {
+                    self.quarantine(&worker, key, &refusal.reason);
+                }
+                return Err(self.refuse(&mut s, lease_id, key, &refusal.reason));
             }
         };
         self.store.put_table(&table)?;
@@ -490,6 +685,107 @@ impl App {
         metrics::counter!("xqtb_upload_bytes_total").increment(bytes.len() as u64);
         tracing::info!(lease = lease_id, job = %key, bytes = bytes.len(), "table committed");
         Ok(format!("{key} committed ({} bytes)", bytes.len()))
+    }
+
+    /// The checks of [`App::commit_upload`] on the bytes of an upload (no lock held).
+    fn check_shard(
+        &self,
+        key: &JobKey,
+        bytes: &[u8],
+        lease_id: &str,
+    ) -> Result<EncodedTable, Refusal> {
+        let t = shard::read_shard(bytes).map_err(Refusal::malformed)?;
+        if t.header.id() != key.table {
+            return Err(Refusal::malformed(format!(
+                "the shard holds {}, not {}",
+                t.header.id(),
+                key.table
+            )));
+        }
+        t.header
+            .check_index(&TableIndex::new(key.table.signature))
+            .map_err(Refusal::malformed)?;
+        let policy = self.limits.sample;
+        if policy.is_off() {
+            return Ok(t);
+        }
+        // A missing dependency is the store's fault, not the worker's: refused, the job handed
+        // back, but nobody quarantined.
+        for dep in key.table.dependencies() {
+            if !matches!(self.store.header(&dep), Ok(Some(_))) {
+                return Err(Refusal::malformed(format!(
+                    "cannot check it: its dependency {dep} is not in the store"
+                )));
+            }
+        }
+        let started = Instant::now();
+        let checked = self.sample_check(key, &t, lease_id, started);
+        // The decoded table (two bytes per entry) was freed in pieces by many threads; glibc
+        // keeps such memory in its arenas, which made a coordinator that had committed KRNvKR
+        // hold 85 MB more from then on (the soak test measures it).
+        release_freed_memory();
+        checked.map(|()| t)
+    }
+
+    /// The sample check of an upload's table `t` (see [`Limits::sample`]).
+    fn sample_check(
+        &self,
+        key: &JobKey,
+        t: &EncodedTable,
+        lease_id: &str,
+        started: Instant,
+    ) -> Result<(), Refusal> {
+        let policy = self.limits.sample;
+        let decoded = codec::decode_table(t).map_err(Refusal::malformed)?;
+        let decode_secs = started.elapsed().as_secs_f64();
+        // Dependencies through a block cache of their own, so that the check neither evicts
+        // the blocks users probe nor loads whole dependency tables into memory.
+        let deps = Tablebase::new(Arc::clone(&self.store));
+        let seed = fnv1a(lease_id);
+        let report =
+            solver::sample::check_sample(&decoded, &deps, policy, seed).map_err(|e| Refusal {
+                reason: format!(
+                    "the sample check ({}% of the positions, at least {}, seed {seed:#x}) found a \
+                     wrong value: {e}",
+                    policy.percent, policy.minimum
+                ),
+                wrong_values: true,
+            })?;
+        let secs = started.elapsed().as_secs_f64();
+        metrics::histogram!("xqtb_sample_check_seconds").record(secs);
+        tracing::info!(
+            job = %key,
+            checked = report.checked,
+            legal = report.legal,
+            seed = format_args!("{seed:#x}"),
+            decode_secs,
+            check_secs = secs - decode_secs,
+            "sample check passed"
+        );
+        Ok(())
+    }
+
+    /// Gives `worker` no more jobs: its upload of `key` failed the sample check for `reason`.
+    fn quarantine(&self, worker: &str, key: &JobKey, reason: &str) {
+        tracing::error!(
+            worker = %worker,
+            job = %key,
+            "worker quarantined: its table failed the sample check, so its results cannot be \
+             trusted (check its memory and build, then restart it): {reason}"
+        );
+        metrics::counter!("xqtb_sample_check_failures_total", "worker" => worker.to_string())
+            .increment(1);
+        if let Some(w) = self.workers.lock().expect("workers lock").get_mut(worker) {
+            w.quarantined = Some(format!("its upload of {key} failed the sample check"));
+        }
+    }
+
+    fn is_quarantined(&self, worker: &str) -> bool {
+        self.workers
+            .lock()
+            .expect("workers lock")
+            .get(worker)
+            .is_some_and(|w| w.quarantined.is_some())
     }
 
     /// Records that the job of `lease_id` failed on `worker`; it goes back to the queue (up to
@@ -539,6 +835,17 @@ impl App {
                 file_checksum: self.shard_checksum(&h.id()).unwrap_or(0),
             })
             .collect())
+    }
+
+    /// Probes every FEN of a batch under `rules`; refused as a whole when it holds more than
+    /// [`MAX_PROBE_BATCH`] positions, else one result per position.
+    pub fn probe_batch(
+        &self,
+        rules: RuleSet,
+        fens: &[String],
+    ) -> Result<Vec<Result<ProbeReport, AppError>>, AppError> {
+        check_batch_len(fens.len())?;
+        Ok(fens.iter().map(|fen| self.probe(rules, fen)).collect())
     }
 
     /// Probes a FEN under `rules`.
@@ -648,8 +955,16 @@ impl App {
                 threads: w.threads,
                 current_job: w.lease.as_deref().and_then(|l| s.leased_job(l)),
                 progress: w.progress,
-                phase: w.phase.clone(),
+                phase: if w.quarantined.is_some() {
+                    "quarantined".into()
+                } else if w.last_seen.elapsed().as_millis() > 4 * self.heartbeat_ms as u128 {
+                    // Four heartbeats missed: its lease (if any) is about to expire.
+                    "lost".into()
+                } else {
+                    w.phase.clone()
+                },
                 last_seen_ms_ago: w.last_seen.elapsed().as_millis() as u64,
+                quarantined: w.quarantined.clone(),
             });
         }
         r
@@ -680,9 +995,67 @@ fn persist_record(log: &RecordTree, r: &JobRecord) -> Result<(), AppError> {
         .map_err(|e| AppError::Persist(e.to_string()))
 }
 
+/// How long a worker may stay silent before a new registration forgets it.
+const FORGET_SILENT_WORKERS: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Returns the memory freed so far to the operating system, where the allocator can.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's free lists; it is safe from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn real_shards_fit_the_upload_bound_with_any_layout_and_block_size() {
+        use storage_format::codec::{CodecParams, LayoutChoice, ValueLayout, encode_table_with};
+        let sig: xqtb_core::Signature = "KRvKA".parse().unwrap();
+        let tables = solver::solve_closure_in_memory(&[sig], RuleSet::Asian, |_, _| {}).unwrap();
+        let table = tables.get(&TableId::new(RuleSet::Asian, sig)).unwrap();
+        let size = table.index().size();
+        let params = [
+            CodecParams::default(),
+            // The widest layout in the smallest blocks the bound allows for.
+            CodecParams {
+                block_values: 32,
+                layout: LayoutChoice::Fixed(ValueLayout::Wide),
+                ..CodecParams::default()
+            },
+            CodecParams {
+                block_values: 1 << 20,
+                dictionary: Some(16 << 10),
+                ..CodecParams::default()
+            },
+        ];
+        for p in &params {
+            let len = shard::write_shard(&encode_table_with(table, p)).len() as u64;
+            // Within the allowance per entry alone, without the fixed allowance for
+            // dictionaries.
+            assert!(
+                len <= size * 2 * SHARD_BYTES_PER_ENTRY + 4096,
+                "{len} bytes with {p:?}"
+            );
+            assert!(len < max_shard_bytes(size));
+        }
+        assert_eq!(max_shard_bytes(u64::MAX), MAX_UPLOAD_BYTES);
+    }
+
+    #[test]
+    fn batches_longer_than_the_maximum_are_refused_naming_it() {
+        assert!(check_batch_len(MAX_PROBE_BATCH).is_ok());
+        let e = check_batch_len(MAX_PROBE_BATCH + 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("at most 1000 positions; this one has 1001"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn job_records_of_the_first_version_are_migrated_at_open() {
@@ -718,5 +1091,46 @@ mod tests {
         )
         .unwrap();
         assert_eq!(app.status().ready, 1);
+    }
+
+    #[test]
+    fn silent_workers_show_as_lost_and_are_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SledStore::open(dir.path()).unwrap());
+        let app = App::open(
+            store,
+            Access::default(),
+            SchedulerConfig::default(),
+            RuleSet::Asian,
+        )
+        .unwrap();
+        let a = app.register("a", 1, "test").worker_id;
+        assert_eq!(app.status().workers[0].phase, "idle");
+        // Makes `id` look silent for `by` (on a machine up for less than that, the test cannot).
+        let backdate = |id: &str, by: std::time::Duration| -> bool {
+            let mut workers = app.workers.lock().unwrap();
+            let w = workers.get_mut(id).unwrap();
+            match w.last_seen.checked_sub(by) {
+                Some(t) => {
+                    w.last_seen = t;
+                    true
+                }
+                None => false,
+            }
+        };
+        let heartbeat = std::time::Duration::from_millis(app.heartbeat_ms as u64);
+        if !backdate(&a, 5 * heartbeat) || !backdate(&a, FORGET_SILENT_WORKERS) {
+            eprintln!("skipped: the machine has not been up long enough to backdate a worker");
+            return;
+        }
+        assert_eq!(app.status().workers[0].phase, "lost");
+        let b = app.register("b", 1, "test").worker_id;
+        let listed: Vec<String> = app
+            .status()
+            .workers
+            .iter()
+            .map(|w| w.worker_id.clone())
+            .collect();
+        assert_eq!(listed, [b]);
     }
 }

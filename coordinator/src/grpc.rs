@@ -1,14 +1,23 @@
 //! The gRPC shells: the worker-facing `Jobs` service and the user-facing `Tablebase` service.
 //! Each call takes the bearer token from the metadata, parses the message through [`rpc`], calls
-//! one [`App`] method (off the async executor when it does blocking work) and maps the result;
-//! [`status_of`] maps every [`AppError`] to its gRPC status.
+//! one [`App`] method and maps the result; [`status_of`] maps every [`AppError`] to its gRPC
+//! status.
+//!
+//! No call can hold the server: everything that may block (sled, zstd, probing, checking an
+//! upload) runs on tokio's blocking pool, never on the async executor threads; every call but
+//! an upload is answered within [`Limits::request_timeout`](crate::Limits); uploads and
+//! downloads end when their client sends or takes nothing for
+//! [`Limits::stream_idle_timeout`](crate::Limits) (an upload's job is then handed back, a
+//! download's shard released).
 
-use crate::app::{App, AppError, JobReport, MAX_UPLOAD_BYTES, StatusReport, WorkerReport};
+use crate::app::{self, App, AppError, JobReport, StatusReport, WorkerReport};
 use proto::v1::jobs_server::Jobs;
 use proto::v1::tablebase_server::Tablebase;
 use proto::v1::*;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 use storage_format::store::StoreError;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
@@ -52,6 +61,19 @@ fn authorize<T>(app: &App, req: &Request<T>, write: bool) -> Result<(), Status> 
     app.access().check(presented(req), write).map_err(status_of)
 }
 
+/// Answers DEADLINE_EXCEEDED when `call` takes longer than the request timeout. Work already
+/// handed to the blocking pool finishes there; its answer is dropped.
+async fn within<T>(app: &App, call: impl Future<Output = Result<T, Status>>) -> Result<T, Status> {
+    let limit = app.limits().request_timeout;
+    tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+        Err(Status::deadline_exceeded(format!(
+            "the call took longer than the coordinator's request timeout of {} s \
+             (--request-timeout-secs)",
+            limit.as_secs_f64()
+        )))
+    })
+}
+
 /// Runs blocking application work (sled, zstd, probing) off the async executor threads.
 async fn blocking<T: Send + 'static>(
     app: &Arc<App>,
@@ -70,23 +92,80 @@ fn table_of(app: &App, signature: &str, rules: &str) -> Result<TableId, Status> 
 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<ShardChunk, Status>> + Send>>;
 
-/// Streams a committed table as shard bytes in chunks.
+/// Streams a committed table as shard bytes in chunks. The chunks go through a small channel
+/// from a task that gives up when the reader takes none for the idle timeout, so a stalled
+/// reader does not keep the shard in memory for as long as its connection lives.
 async fn shard_stream(app: &Arc<App>, table: TableId) -> Result<ChunkStream, Status> {
     let file = blocking(app, move |a| a.shard(&table)).await?;
-    let total = file.bytes.len() as u64;
-    let chunks: Vec<Result<ShardChunk, Status>> = file
-        .bytes
-        .chunks(CHUNK_BYTES)
-        .enumerate()
-        .map(|(i, c)| {
-            Ok(ShardChunk {
+    let idle = app.limits().stream_idle_timeout;
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    tokio::spawn(async move {
+        let total = file.bytes.len() as u64;
+        for (i, c) in file.bytes.chunks(CHUNK_BYTES).enumerate() {
+            let chunk = ShardChunk {
                 total_bytes: if i == 0 { total } else { 0 },
                 file_checksum: if i == 0 { file.checksum } else { 0 },
                 data: c.to_vec(),
-            })
+            };
+            match tokio::time::timeout(idle, tx.send(Ok(chunk))).await {
+                Ok(Ok(())) => {}
+                // The reader went away.
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    tracing::warn!(
+                        table = %table,
+                        "download stalled: the reader took no chunk for {} s; the download ends",
+                        idle.as_secs_f64()
+                    );
+                    return;
+                }
+            }
+        }
+    });
+    Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
+}
+
+/// The next chunk of an upload; DEADLINE_EXCEEDED when none comes within `idle`.
+async fn next_chunk(
+    stream: &mut Streaming<UploadChunk>,
+    idle: Duration,
+) -> Result<Option<UploadChunk>, Status> {
+    tokio::time::timeout(idle, stream.message())
+        .await
+        .unwrap_or_else(|_| {
+            Err(Status::deadline_exceeded(format!(
+                "the upload stalled: no chunk for {} s (the coordinator's \
+                 --stream-idle-timeout-secs)",
+                idle.as_secs_f64()
+            )))
         })
-        .collect();
-    Ok(Box::pin(tokio_stream::iter(chunks)))
+}
+
+/// The rest of an upload after its first chunk's `data`: at most `announced` bytes in all.
+async fn receive_upload(
+    first: Vec<u8>,
+    announced: u64,
+    stream: &mut Streaming<UploadChunk>,
+    idle: Duration,
+) -> Result<Vec<u8>, Status> {
+    let too_long = || {
+        Status::invalid_argument(format!(
+            "the upload runs past the {announced} bytes its first chunk announced"
+        ))
+    };
+    if first.len() as u64 > announced {
+        return Err(too_long());
+    }
+    // Reserved up to a point only: the announced length is a promise, not yet bytes.
+    let mut bytes = Vec::with_capacity(announced.min(64 << 20) as usize);
+    bytes.extend_from_slice(&first);
+    while let Some(chunk) = next_chunk(stream, idle).await? {
+        if bytes.len() as u64 + chunk.data.len() as u64 > announced {
+            return Err(too_long());
+        }
+        bytes.extend_from_slice(&chunk.data);
+    }
+    Ok(bytes)
 }
 
 /// The worker-facing service.
@@ -108,71 +187,77 @@ impl Jobs for JobsService {
     }
 
     async fn lease(&self, req: Request<LeaseRequest>) -> Result<Response<LeaseResponse>, Status> {
-        authorize(&self.0, &req, true)?;
-        let worker = req.into_inner().worker_id;
-        let outcome = blocking(&self.0, move |a| a.lease(&worker)).await?;
-        let job = outcome.grant.map(|g| Job {
-            key: Some(rpc::job_key(&g.key)),
-            lease_id: g.lease.id,
-            dependencies: g.dependencies.iter().map(rpc::table_ref).collect(),
-            expires_at_ms: g.lease.expires_at_ms,
-            attempt: g.attempt,
-        });
-        Ok(Response::new(LeaseResponse {
-            job,
-            retry_after_ms: outcome.retry_after_ms,
-            all_done: outcome.all_done,
-        }))
+        within(&self.0, async move {
+            authorize(&self.0, &req, true)?;
+            let worker = req.into_inner().worker_id;
+            let outcome = blocking(&self.0, move |a| a.lease(&worker)).await?;
+            let job = outcome.grant.map(|g| Job {
+                key: Some(rpc::job_key(&g.key)),
+                lease_id: g.lease.id,
+                dependencies: g.dependencies.iter().map(rpc::table_ref).collect(),
+                expires_at_ms: g.lease.expires_at_ms,
+                attempt: g.attempt,
+            });
+            Ok(Response::new(LeaseResponse {
+                job,
+                retry_after_ms: outcome.retry_after_ms,
+                all_done: outcome.all_done,
+            }))
+        })
+        .await
     }
 
     async fn heartbeat(
         &self,
         req: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatResponse>, Status> {
-        authorize(&self.0, &req, true)?;
-        let r = req.into_inner();
-        let result = blocking(&self.0, move |a| {
-            Ok(a.heartbeat(&r.worker_id, &r.lease_id, r.progress, &r.phase))
+        within(&self.0, async move {
+            authorize(&self.0, &req, true)?;
+            let r = req.into_inner();
+            let result = blocking(&self.0, move |a| {
+                Ok(a.heartbeat(&r.worker_id, &r.lease_id, r.progress, &r.phase))
+            })
+            .await?;
+            Ok(Response::new(match result {
+                Ok(expires_at_ms) => HeartbeatResponse {
+                    keep_going: true,
+                    expires_at_ms,
+                },
+                Err(_) => HeartbeatResponse {
+                    keep_going: false,
+                    expires_at_ms: 0,
+                },
+            }))
         })
-        .await?;
-        Ok(Response::new(match result {
-            Ok(expires_at_ms) => HeartbeatResponse {
-                keep_going: true,
-                expires_at_ms,
-            },
-            Err(_) => HeartbeatResponse {
-                keep_going: false,
-                expires_at_ms: 0,
-            },
-        }))
+        .await
     }
 
+    /// Not bounded by the request timeout (a large table takes long to arrive) but by the idle
+    /// timeout between chunks; the lease and the announced length are checked on the first
+    /// chunk, before the rest is received.
     async fn upload(
         &self,
         req: Request<Streaming<UploadChunk>>,
     ) -> Result<Response<UploadResponse>, Status> {
         authorize(&self.0, &req, true)?;
+        let idle = self.0.limits().stream_idle_timeout;
         let mut stream = req.into_inner();
-        let first = stream
-            .message()
+        let first = next_chunk(&mut stream, idle)
             .await?
             .ok_or_else(|| Status::invalid_argument("empty upload"))?;
         let key = rpc::parse_job_key(first.key.as_ref()).map_err(|e| status_of(e.into()))?;
-        if first.total_bytes > MAX_UPLOAD_BYTES {
-            return Err(Status::invalid_argument(format!(
-                "upload of {} bytes exceeds the limit of {MAX_UPLOAD_BYTES}",
-                first.total_bytes
-            )));
-        }
-        let mut bytes = Vec::with_capacity(first.total_bytes as usize);
-        bytes.extend_from_slice(&first.data);
-        while let Some(chunk) = stream.message().await? {
-            if bytes.len() as u64 + chunk.data.len() as u64 > first.total_bytes {
-                return Err(Status::invalid_argument("upload longer than announced"));
-            }
-            bytes.extend_from_slice(&chunk.data);
-        }
         let lease = first.lease_id;
+        let announced = first.total_bytes;
+        let l = lease.clone();
+        blocking(&self.0, move |a| a.begin_upload(&l, &key, announced)).await?;
+        let bytes = match receive_upload(first.data, announced, &mut stream, idle).await {
+            Ok(bytes) => bytes,
+            Err(status) => {
+                let (l, why) = (lease.clone(), status.message().to_string());
+                blocking(&self.0, move |a| a.abandon_upload(&l, &key, &why)).await?;
+                return Err(status);
+            }
+        };
         let message = blocking(&self.0, move |a| a.commit_upload(&lease, &key, &bytes)).await?;
         Ok(Response::new(UploadResponse {
             accepted: true,
@@ -184,13 +269,16 @@ impl Jobs for JobsService {
         &self,
         req: Request<FailureReport>,
     ) -> Result<Response<FailureResponse>, Status> {
-        authorize(&self.0, &req, true)?;
-        let r = req.into_inner();
-        blocking(&self.0, move |a| {
-            a.report_failure(&r.worker_id, &r.lease_id, &r.message)
+        within(&self.0, async move {
+            authorize(&self.0, &req, true)?;
+            let r = req.into_inner();
+            blocking(&self.0, move |a| {
+                a.report_failure(&r.worker_id, &r.lease_id, &r.message)
+            })
+            .await?;
+            Ok(Response::new(FailureResponse {}))
         })
-        .await?;
-        Ok(Response::new(FailureResponse {}))
+        .await
     }
 
     type FetchTableStream = ChunkStream;
@@ -199,10 +287,13 @@ impl Jobs for JobsService {
         &self,
         req: Request<FetchTableRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
-        authorize(&self.0, &req, true)?;
-        let r = req.get_ref();
-        let table = table_of(&self.0, &r.signature, &r.rules)?;
-        Ok(Response::new(shard_stream(&self.0, table).await?))
+        within(&self.0, async move {
+            authorize(&self.0, &req, true)?;
+            let r = req.get_ref();
+            let table = table_of(&self.0, &r.signature, &r.rules)?;
+            Ok(Response::new(shard_stream(&self.0, table).await?))
+        })
+        .await
     }
 }
 
@@ -253,67 +344,82 @@ pub fn status_response(s: &StatusReport) -> StatusResponse {
 #[tonic::async_trait]
 impl Tablebase for TablebaseService {
     async fn probe(&self, req: Request<ProbeRequest>) -> Result<Response<ProbeResponse>, Status> {
-        authorize(&self.0, &req, false)?;
-        let r = req.into_inner();
-        let rules =
-            rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(|e| status_of(e.into()))?;
-        let report = blocking(&self.0, move |a| a.probe(rules, &r.fen)).await?;
-        Ok(Response::new(rpc::probe_response(&report)))
+        within(&self.0, async move {
+            authorize(&self.0, &req, false)?;
+            let r = req.into_inner();
+            let rules = rpc::parse_rules(&r.rules, self.0.default_rules())
+                .map_err(|e| status_of(e.into()))?;
+            let report = blocking(&self.0, move |a| a.probe(rules, &r.fen)).await?;
+            Ok(Response::new(rpc::probe_response(&report)))
+        })
+        .await
     }
 
     async fn probe_batch(
         &self,
         req: Request<ProbeBatchRequest>,
     ) -> Result<Response<ProbeBatchResponse>, Status> {
-        authorize(&self.0, &req, false)?;
-        let r = req.into_inner();
-        let rules =
-            rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(|e| status_of(e.into()))?;
-        let results = blocking(&self.0, move |a| {
-            Ok(r.fens
-                .iter()
-                .map(|fen| ProbeResult {
-                    result: Some(match a.probe(rules, fen) {
-                        Ok(report) => probe_result::Result::Ok(rpc::probe_response(&report)),
-                        Err(e) => probe_result::Result::Error(status_of(e).message().to_string()),
-                    }),
-                })
-                .collect())
+        within(&self.0, async move {
+            authorize(&self.0, &req, false)?;
+            let r = req.into_inner();
+            app::check_batch_len(r.fens.len()).map_err(status_of)?;
+            let rules = rpc::parse_rules(&r.rules, self.0.default_rules())
+                .map_err(|e| status_of(e.into()))?;
+            let results = blocking(&self.0, move |a| {
+                Ok(a.probe_batch(rules, &r.fens)?
+                    .into_iter()
+                    .map(|result| ProbeResult {
+                        result: Some(match result {
+                            Ok(report) => probe_result::Result::Ok(rpc::probe_response(&report)),
+                            Err(e) => {
+                                probe_result::Result::Error(status_of(e).message().to_string())
+                            }
+                        }),
+                    })
+                    .collect())
+            })
+            .await?;
+            Ok(Response::new(ProbeBatchResponse { results }))
         })
-        .await?;
-        Ok(Response::new(ProbeBatchResponse { results }))
+        .await
     }
 
     async fn mainline(
         &self,
         req: Request<MainlineRequest>,
     ) -> Result<Response<MainlineResponse>, Status> {
-        authorize(&self.0, &req, false)?;
-        let r = req.into_inner();
-        let rules =
-            rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(|e| status_of(e.into()))?;
-        let line = blocking(&self.0, move |a| a.mainline(rules, &r.fen)).await?;
-        Ok(Response::new(rpc::mainline_response(&line)))
+        within(&self.0, async move {
+            authorize(&self.0, &req, false)?;
+            let r = req.into_inner();
+            let rules = rpc::parse_rules(&r.rules, self.0.default_rules())
+                .map_err(|e| status_of(e.into()))?;
+            let line = blocking(&self.0, move |a| a.mainline(rules, &r.fen)).await?;
+            Ok(Response::new(rpc::mainline_response(&line)))
+        })
+        .await
     }
 
     async fn list_shards(
         &self,
         req: Request<ListShardsRequest>,
     ) -> Result<Response<ListShardsResponse>, Status> {
-        authorize(&self.0, &req, false)?;
-        let list = blocking(&self.0, |a| a.list_shards()).await?;
-        let shards = list
-            .iter()
-            .map(|s| ShardInfo {
-                signature: s.table.signature.name(),
-                index_size: s.index_size,
-                legal: s.counts.0.iter().map(|c| c.legal).collect(),
-                shard_bytes: s.shard_bytes,
-                file_checksum: s.file_checksum,
-                rules: s.table.rules.name().into(),
-            })
-            .collect();
-        Ok(Response::new(ListShardsResponse { shards }))
+        within(&self.0, async move {
+            authorize(&self.0, &req, false)?;
+            let list = blocking(&self.0, |a| a.list_shards()).await?;
+            let shards = list
+                .iter()
+                .map(|s| ShardInfo {
+                    signature: s.table.signature.name(),
+                    index_size: s.index_size,
+                    legal: s.counts.0.iter().map(|c| c.legal).collect(),
+                    shard_bytes: s.shard_bytes,
+                    file_checksum: s.file_checksum,
+                    rules: s.table.rules.name().into(),
+                })
+                .collect();
+            Ok(Response::new(ListShardsResponse { shards }))
+        })
+        .await
     }
 
     type DownloadShardStream = ChunkStream;
@@ -322,39 +428,48 @@ impl Tablebase for TablebaseService {
         &self,
         req: Request<DownloadShardRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
-        authorize(&self.0, &req, false)?;
-        let r = req.get_ref();
-        let table = table_of(&self.0, &r.signature, &r.rules)?;
-        Ok(Response::new(shard_stream(&self.0, table).await?))
+        within(&self.0, async move {
+            authorize(&self.0, &req, false)?;
+            let r = req.get_ref();
+            let table = table_of(&self.0, &r.signature, &r.rules)?;
+            Ok(Response::new(shard_stream(&self.0, table).await?))
+        })
+        .await
     }
 
     async fn submit(
         &self,
         req: Request<SubmitRequest>,
     ) -> Result<Response<SubmitResponse>, Status> {
-        authorize(&self.0, &req, true)?;
-        let r = req.into_inner();
-        let rules =
-            rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(|e| status_of(e.into()))?;
-        let tables: Vec<TableId> = r
-            .signatures
-            .iter()
-            .map(|s| table_of(&self.0, s, rules.name()))
-            .collect::<Result<_, _>>()?;
-        let planned = blocking(&self.0, move |a| a.submit(&tables)).await?;
-        tracing::info!(planned = planned.len(), "endgames submitted");
-        Ok(Response::new(SubmitResponse {
-            planned: planned.iter().map(|k| k.table.signature.name()).collect(),
-            rules: rules.name().into(),
-        }))
+        within(&self.0, async move {
+            authorize(&self.0, &req, true)?;
+            let r = req.into_inner();
+            let rules = rpc::parse_rules(&r.rules, self.0.default_rules())
+                .map_err(|e| status_of(e.into()))?;
+            let tables: Vec<TableId> = r
+                .signatures
+                .iter()
+                .map(|s| table_of(&self.0, s, rules.name()))
+                .collect::<Result<_, _>>()?;
+            let planned = blocking(&self.0, move |a| a.submit(&tables)).await?;
+            tracing::info!(planned = planned.len(), "endgames submitted");
+            Ok(Response::new(SubmitResponse {
+                planned: planned.iter().map(|k| k.table.signature.name()).collect(),
+                rules: rules.name().into(),
+            }))
+        })
+        .await
     }
 
     async fn status(
         &self,
         req: Request<StatusRequest>,
     ) -> Result<Response<StatusResponse>, Status> {
-        authorize(&self.0, &req, false)?;
-        let report = blocking(&self.0, |a| Ok(a.status())).await?;
-        Ok(Response::new(status_response(&report)))
+        within(&self.0, async move {
+            authorize(&self.0, &req, false)?;
+            let report = blocking(&self.0, |a| Ok(a.status())).await?;
+            Ok(Response::new(status_response(&report)))
+        })
+        .await
     }
 }

@@ -7,8 +7,9 @@
 //! - [`grpc`]: the gRPC services, thin shells over the application layer;
 //! - [`server`]: starting and stopping the server with health, reflection and the expiry tick.
 //!
-//! Depends on the table model, the storage and probing libraries and the protocol; never on the
-//! solver (workers solve, the coordinator checks and stores).
+//! Depends on the table model, the storage and probing libraries and the protocol, and on the
+//! solver only for its one-ply check of a sample of every upload ([`solver::sample`]): workers
+//! solve, the coordinator checks and stores.
 
 #![warn(missing_docs)]
 
@@ -17,6 +18,6 @@ pub mod grpc;
 pub mod scheduler;
 pub mod server;
 
-pub use app::{Access, App, AppError, StatusReport};
+pub use app::{Access, App, AppError, Limits, MAX_PROBE_BATCH, StatusReport};
 pub use scheduler::{Grant, JobRecord, JobState, Lease, LeaseError, Scheduler, SchedulerConfig};
 pub use server::{Coordinator, CoordinatorConfig};

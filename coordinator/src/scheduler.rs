@@ -448,6 +448,14 @@ impl Scheduler {
             .map(|(k, _)| *k)
     }
 
+    /// The worker holding `lease_id`, if the lease is current.
+    pub fn lease_holder(&self, lease_id: &str) -> Option<&str> {
+        self.jobs.values().find_map(|j| match &j.lease {
+            Some(l) if j.state == JobState::Leased && l.id == lease_id => Some(l.worker.as_str()),
+            _ => None,
+        })
+    }
+
     /// Marks the job of `lease_id` finished (after its table was committed) and readies the jobs
     /// that waited for it.
     pub fn finish(&mut self, lease_id: &str, now_ms: u64) -> Result<Vec<JobRecord>, LeaseError> {

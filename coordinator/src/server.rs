@@ -1,8 +1,8 @@
-//! Starting the coordinator: the gRPC server with both services, health and reflection, lease
-//! expiry in the background, and graceful shutdown.
+//! Starting the coordinator: the gRPC server with both services, health and reflection (v1 and
+//! v1alpha), lease expiry in the background, and graceful shutdown.
 
 use crate::SchedulerConfig;
-use crate::app::{Access, App};
+use crate::app::{Access, App, Limits};
 use crate::grpc::{JobsService, TablebaseService};
 use anyhow::{Context, Result};
 use proto::v1::jobs_server::JobsServer;
@@ -36,6 +36,8 @@ pub struct CoordinatorConfig {
     pub default_rules: RuleSet,
     /// PEM certificate and key files for TLS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Deadlines, stream and connection limits, and the sample check of uploads.
+    pub limits: Limits,
 }
 
 /// A running coordinator.
@@ -54,12 +56,15 @@ impl Coordinator {
         let store = Arc::new(SledStore::open(&config.data).with_context(|| {
             format!("cannot open the data directory {}", config.data.display())
         })?);
-        let app = Arc::new(App::open(
-            store,
-            config.access.clone(),
-            config.scheduler,
-            config.default_rules,
-        )?);
+        let app = Arc::new(
+            App::open(
+                store,
+                config.access.clone(),
+                config.scheduler,
+                config.default_rules,
+            )?
+            .with_limits(config.limits),
+        );
         if !config.plan.is_empty() {
             app.submit(&config.plan)?;
         }
@@ -81,12 +86,16 @@ impl Coordinator {
         health_reporter
             .set_serving::<TablebaseServer<TablebaseService>>()
             .await;
-        let reflection = tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-            .build_v1()?;
+        let (reflection_v1, reflection_v1alpha) = reflection_services()?;
 
-        let mut builder = Server::builder();
+        // Per call, the request timeout is applied by the services (uploads are bounded by
+        // their idle timeout instead); here: dead or unresponsive clients lose their connection,
+        // and no connection runs more than its share of calls at once.
+        let limits = config.limits;
+        let mut builder = Server::builder()
+            .http2_keepalive_interval(Some(limits.keepalive_interval))
+            .http2_keepalive_timeout(Some(limits.keepalive_timeout))
+            .concurrency_limit_per_connection(limits.calls_per_connection.max(1));
         if let Some((cert, key)) = &config.tls {
             let cert =
                 std::fs::read(cert).with_context(|| format!("cannot read {}", cert.display()))?;
@@ -97,7 +106,8 @@ impl Coordinator {
         }
         let router = builder
             .add_service(health_service)
-            .add_service(reflection)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
             .add_service(
                 JobsServer::new(JobsService(Arc::clone(&app)))
                     .max_decoding_message_size(MAX_MESSAGE_BYTES),
@@ -144,6 +154,37 @@ impl Coordinator {
         let _ = self.shutdown.send(true);
         self.task.await?
     }
+}
+
+/// The server reflection service in both protocol versions, `grpc.reflection.v1` and
+/// `grpc.reflection.v1alpha`: the standard is v1, but Python's grpcio-reflection, older grpcurl
+/// releases and many GUI clients speak only v1alpha (and get UNIMPLEMENTED from a v1-only
+/// server).
+/// Both describe the same files: xqtb's, the health service's, and both reflection protocols, so
+/// a client listing services through either version sees every service the server answers.
+fn reflection_services() -> Result<(
+    tonic_reflection::server::v1::ServerReflectionServer<
+        impl tonic_reflection::server::v1::ServerReflection,
+    >,
+    tonic_reflection::server::v1alpha::ServerReflectionServer<
+        impl tonic_reflection::server::v1alpha::ServerReflection,
+    >,
+)> {
+    use tonic_reflection::pb::{v1, v1alpha};
+    // The builder is consumed by `build_*` and is not `Clone`: one per version. Each adds its own
+    // protocol's descriptors; the other version's are registered here.
+    let builder = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let v1 = builder()
+        .register_encoded_file_descriptor_set(v1alpha::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let v1alpha = builder()
+        .register_encoded_file_descriptor_set(v1::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+    Ok((v1, v1alpha))
 }
 
 /// Describes the coordinator's metrics and creates the counters at zero, so a scrape shows every
@@ -193,5 +234,113 @@ fn register_metrics() {
     }
     for result in ["accepted", "refused"] {
         metrics::counter!("xqtb_uploads_total", "result" => result).increment(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic_reflection::pb::{v1, v1alpha};
+
+    /// Every service the coordinator answers, as reflection must list it.
+    const SERVICES: [&str; 5] = [
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+        "xqtb.v1.Jobs",
+        "xqtb.v1.Tablebase",
+    ];
+
+    async fn start(dir: &std::path::Path) -> Coordinator {
+        Coordinator::start(CoordinatorConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data: dir.to_path_buf(),
+            access: Access::default(),
+            plan: Vec::new(),
+            scheduler: SchedulerConfig::default(),
+            default_rules: RuleSet::default(),
+            tls: None,
+            limits: Limits::default(),
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn reflection_lists_every_service_in_both_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = start(dir.path()).await;
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", c.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+
+        let mut client = v1::server_reflection_client::ServerReflectionClient::new(channel.clone());
+        let ask = |m| v1::ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(m),
+        };
+        let requests = [
+            ask(v1::server_reflection_request::MessageRequest::ListServices(
+                String::new(),
+            )),
+            ask(
+                v1::server_reflection_request::MessageRequest::FileContainingSymbol(
+                    "xqtb.v1.Tablebase".into(),
+                ),
+            ),
+        ];
+        let mut answers = client
+            .server_reflection_info(tokio_stream::iter(requests))
+            .await
+            .unwrap()
+            .into_inner();
+        use v1::server_reflection_response::MessageResponse as R1;
+        match answers.message().await.unwrap().unwrap().message_response {
+            Some(R1::ListServicesResponse(l)) => {
+                let mut names: Vec<_> = l.service.into_iter().map(|s| s.name).collect();
+                names.sort();
+                assert_eq!(names, SERVICES, "v1");
+            }
+            other => panic!("v1: not a service list: {other:?}"),
+        }
+        match answers.message().await.unwrap().unwrap().message_response {
+            Some(R1::FileDescriptorResponse(f)) => assert!(!f.file_descriptor_proto.is_empty()),
+            other => panic!("v1: no descriptor of xqtb.v1.Tablebase: {other:?}"),
+        }
+
+        let mut client = v1alpha::server_reflection_client::ServerReflectionClient::new(channel);
+        let ask = |m| v1alpha::ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(m),
+        };
+        let requests = [
+            ask(v1alpha::server_reflection_request::MessageRequest::ListServices(String::new())),
+            ask(
+                v1alpha::server_reflection_request::MessageRequest::FileContainingSymbol(
+                    "xqtb.v1.Tablebase".into(),
+                ),
+            ),
+        ];
+        let mut answers = client
+            .server_reflection_info(tokio_stream::iter(requests))
+            .await
+            .unwrap()
+            .into_inner();
+        use v1alpha::server_reflection_response::MessageResponse as R1a;
+        match answers.message().await.unwrap().unwrap().message_response {
+            Some(R1a::ListServicesResponse(l)) => {
+                let mut names: Vec<_> = l.service.into_iter().map(|s| s.name).collect();
+                names.sort();
+                assert_eq!(names, SERVICES, "v1alpha");
+            }
+            other => panic!("v1alpha: not a service list: {other:?}"),
+        }
+        match answers.message().await.unwrap().unwrap().message_response {
+            Some(R1a::FileDescriptorResponse(f)) => assert!(!f.file_descriptor_proto.is_empty()),
+            other => panic!("v1alpha: no descriptor of xqtb.v1.Tablebase: {other:?}"),
+        }
+        c.stop().await.unwrap();
     }
 }

@@ -892,10 +892,25 @@ impl TableIndex {
 
     /// Legal positions per side to move `[Red, Black]`, counted slot by slot in parallel.
     pub fn count_legal(&self) -> [u64; 2] {
+        self.count_legal_with(&|_| {})
+    }
+
+    /// [`TableIndex::count_legal`], calling `progress` with the number of slots counted as
+    /// each chunk of them is done.
+    pub fn count_legal_with(&self, progress: &(dyn Fn(u64) + Sync)) -> [u64; 2] {
         use rayon::prelude::*;
-        (0..self.size)
+        const CHUNK: u64 = 1 << 16;
+        (0..self.size.div_ceil(CHUNK))
             .into_par_iter()
-            .map(|slot| self.legal_sides(slot).map(u64::from))
+            .map(|c| {
+                let slots = c * CHUNK..((c + 1) * CHUNK).min(self.size);
+                let n = slots.end - slots.start;
+                let counts = slots
+                    .map(|slot| self.legal_sides(slot).map(u64::from))
+                    .fold([0, 0], |a, b| [a[0] + b[0], a[1] + b[1]]);
+                progress(n);
+                counts
+            })
             .reduce(|| [0, 0], |a, b| [a[0] + b[0], a[1] + b[1]])
     }
 }

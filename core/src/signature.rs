@@ -10,6 +10,7 @@
 //! 2 each); ties are broken by the counts of R, C, N, P, A, B in that order. So `KPABvKAABB`, not
 //! `KAABBvKPAB`. Equal sides are symmetric material (`KRvKR`): either colour may come first.
 
+use crate::MAX_PIECES;
 use std::fmt;
 use std::str::FromStr;
 use thiserror::Error;
@@ -56,6 +57,17 @@ pub enum SignatureError {
         /// How many a side has in a game.
         max: u8,
     },
+    /// More pieces than a table index holds.
+    #[error("{count} pieces; a table holds at most {max}")]
+    TooManyPieces {
+        /// Pieces named, kings included.
+        count: u32,
+        /// [`MAX_PIECES`].
+        max: usize,
+    },
+    /// A table whose positions cannot be numbered in 64 bits.
+    #[error("the table {0} is too large: its index would need more than 2^64 slots")]
+    TooLarge(String),
 }
 
 /// The pieces of both sides, by colour and kind; kings are always one each.
@@ -372,7 +384,8 @@ impl FromStr for Material {
                 let kind = PieceKind::from_letter(c)
                     .filter(|_| c.is_ascii_alphabetic())
                     .ok_or(SignatureError::UnknownLetter(c))?;
-                m.counts[i][kind.index()] += 1;
+                // Saturating: 256 chariots must not wrap around to none.
+                m.counts[i][kind.index()] = m.counts[i][kind.index()].saturating_add(1);
             }
             match m.counts[i][PieceKind::King.index()] {
                 0 => return Err(SignatureError::NoKing(label)),
@@ -398,15 +411,44 @@ impl FromStr for Signature {
     type Err = SignatureError;
 
     /// Parses any spelling and normalises it (`krkr`, `KvKR` and `KRvK` name the tables `KRvKR`,
-    /// `KRvK`, `KRvK`).
+    /// `KRvK`, `KRvK`). A signature names a table, so material no index can number (more than
+    /// [`MAX_PIECES`] pieces, or more than 2^64 slots) is refused; [`Material`] parses any.
     fn from_str(text: &str) -> Result<Signature, SignatureError> {
-        text.parse::<Material>().map(Signature::new)
+        let m = text.parse::<Material>()?;
+        if m.piece_count() as usize > MAX_PIECES {
+            return Err(SignatureError::TooManyPieces {
+                count: m.piece_count(),
+                max: MAX_PIECES,
+            });
+        }
+        let sig = Signature::new(m);
+        if index_size_bound(&m) > u64::MAX as u128 {
+            return Err(SignatureError::TooLarge(sig.name()));
+        }
+        Ok(sig)
     }
+}
+
+/// An upper bound of the index size of `m`: the placements of every group of identical pieces
+/// on its legal points (kings and defenders included) multiplied, without the mirror folding
+/// and without excluding shared points. Saturates.
+fn index_size_bound(m: &Material) -> u128 {
+    let binomial = |n: u128, k: u128| (0..k).fold(1u128, |r, i| r * (n - i) / (i + 1));
+    let mut bound = 1u128;
+    for c in Color::ALL {
+        for kind in PieceKind::ALL {
+            let points = xiangqi::legal_squares(c, kind).count_ones() as u128;
+            let n = m.count(c, kind) as u128;
+            bound = bound.saturating_mul(binomial(points, n.min(points)));
+        }
+    }
+    bound
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TableIndex;
 
     fn sig(s: &str) -> Signature {
         s.parse().unwrap()
@@ -462,6 +504,42 @@ mod tests {
         assert_eq!(err("KvKvK"), SignatureError::SideCount(3));
         assert_eq!(err("KKRvK"), SignatureError::ExtraKing("first"));
         assert!(err("KR1vK").to_string().contains("'1'"));
+    }
+
+    /// Found by fuzzing (fuzz/regressions/signature/): counts wrapped at 256 letters, and
+    /// signatures no index can number were accepted (`xqtb info` then panicked or overflowed).
+    #[test]
+    fn signatures_no_index_can_number_are_refused() {
+        let err = |s: &str| s.parse::<Signature>().unwrap_err();
+        let many = format!("K{}vK", "R".repeat(256));
+        assert_eq!(
+            err(&many),
+            SignatureError::TooMany {
+                kind: PieceKind::Rook,
+                count: 255,
+                max: 2
+            }
+        );
+        assert!(many.parse::<Material>().is_err());
+        assert_eq!(
+            err("KRRNNCCPPPPPvKRRNNCC"),
+            SignatureError::TooManyPieces { count: 19, max: 16 }
+        );
+        // Full armies still parse as material (for `xqtb count`), not as a table.
+        assert!(
+            "KRRNNCCPPPPPAABBvKRRNNCCPPPPPAABB"
+                .parse::<Material>()
+                .is_ok()
+        );
+        assert_eq!(
+            err("KRRNNCCvKRRNNCC"),
+            SignatureError::TooLarge("KRRNNCCvKRRNNCC".into())
+        );
+        // The largest tables anyone solves are far inside the limit.
+        for s in ["KRNvKR", "KRRvKRR", "KCPABvKAABB", "KRNCvKRNC", "KPPPvKPPP"] {
+            let sig: Signature = s.parse().unwrap();
+            assert!(index_size_bound(sig.material()) >= TableIndex::new(sig).size() as u128);
+        }
     }
 
     #[test]

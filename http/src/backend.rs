@@ -178,6 +178,15 @@ pub trait Backend: Send + Sync + 'static {
     fn default_rules(&self) -> RuleSet;
     /// A position's value and every legal move's value.
     fn probe(&self, rules: RuleSet, fen: &str) -> Result<ProbeReport, ApiError>;
+    /// Every position of a batch, each answered on its own (the server refuses batches of more
+    /// than [`coordinator::MAX_PROBE_BATCH`] positions before calling this).
+    fn probe_batch(
+        &self,
+        rules: RuleSet,
+        fens: &[String],
+    ) -> Result<Vec<Result<ProbeReport, ApiError>>, ApiError> {
+        Ok(fens.iter().map(|fen| self.probe(rules, fen)).collect())
+    }
     /// The main line from a position.
     fn mainline(&self, rules: RuleSet, fen: &str) -> Result<MainlineReport, ApiError>;
     /// Every stored table.
@@ -330,6 +339,7 @@ struct WorkerJson {
     progress: f64,
     phase: String,
     last_seen_ms_ago: u64,
+    quarantined: Option<String>,
 }
 
 impl Backend for CoordinatorBackend {
@@ -343,6 +353,19 @@ impl Backend for CoordinatorBackend {
 
     fn probe(&self, rules: RuleSet, fen: &str) -> Result<ProbeReport, ApiError> {
         Ok(self.0.probe(rules, fen)?)
+    }
+
+    fn probe_batch(
+        &self,
+        rules: RuleSet,
+        fens: &[String],
+    ) -> Result<Vec<Result<ProbeReport, ApiError>>, ApiError> {
+        Ok(self
+            .0
+            .probe_batch(rules, fens)?
+            .into_iter()
+            .map(|r| r.map_err(ApiError::from))
+            .collect())
     }
 
     fn mainline(&self, rules: RuleSet, fen: &str) -> Result<MainlineReport, ApiError> {
@@ -402,6 +425,7 @@ impl Backend for CoordinatorBackend {
                     progress: w.progress,
                     phase: w.phase.clone(),
                     last_seen_ms_ago: w.last_seen_ms_ago,
+                    quarantined: w.quarantined.clone(),
                 })
                 .collect(),
         })

@@ -1,8 +1,11 @@
 //! The axum router and server. Every request passes one guard that answers CORS
-//! preflights, refuses other methods than GET and HEAD, bounds the URI's length, and for the API
-//! checks the read token, applies the concurrency limit (503 with `Retry-After` beyond it) and
-//! the request timeout. Probes run on the blocking pool, at most
-//! [`HttpConfig::probe_threads`] at a time; the rest wait their turn within the timeout.
+//! preflights, refuses other methods than GET and HEAD (POST for the probe batch), bounds the
+//! URI's length, and for the API checks the read token, applies the concurrency limit (503 with
+//! `Retry-After` beyond it) and the request timeout, which covers reading the request's body.
+//! Probes run on the blocking pool, at most [`HttpConfig::probe_threads`] at a time; the rest
+//! wait their turn within the timeout. A connection whose client takes longer than the timeout
+//! to send a request's headers, or stays idle longer, is closed, so a slow or stalled client
+//! holds at most a socket, never a thread.
 
 use crate::assets::ASSETS;
 use crate::backend::{ApiError, Backend};
@@ -12,16 +15,26 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::serve::ListenerExt;
+use axum::routing::{get, post};
+use coordinator::MAX_PROBE_BATCH;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use percent_encoding::percent_decode_str;
-use serde::Serialize;
+use probe::ProbeReport;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use xqtb_core::RuleSet;
+
+/// The path of the probe batch, the one endpoint that takes a body (`POST`, JSON).
+pub const BATCH_PATH: &str = "/api/v1/probe-batch";
+
+/// Longest body of a probe batch: [`MAX_PROBE_BATCH`] FENs of a generous 256 bytes each (a FEN
+/// is under 100 bytes).
+pub const MAX_BATCH_BODY_BYTES: usize = MAX_PROBE_BATCH * 256;
 
 /// How to run an HTTP server.
 #[derive(Clone, Debug)]
@@ -33,7 +46,9 @@ pub struct HttpConfig {
     pub max_in_flight: usize,
     /// Probes computed at once on the blocking pool (default: twice the cores, at least 4).
     pub probe_threads: usize,
-    /// Longest time an API request may take, waiting included; then 503 (default 10 s).
+    /// Longest time an API request may take, waiting and reading its body included; then 503
+    /// (default 10 s). Also the longest a client may take to send a request's headers, or leave
+    /// its connection idle, before the connection is closed.
     pub timeout: Duration,
     /// Longest request URI (path and query) in bytes; longer gets 414 (default 4096).
     pub max_uri_bytes: usize,
@@ -106,6 +121,7 @@ pub fn router(backend: Arc<dyn Backend>, config: &HttpConfig) -> Router {
     });
     let mut router = Router::new()
         .route("/api/v1/probe", get(probe))
+        .route(BATCH_PATH, post(probe_batch))
         .route("/api/v1/mainline", get(mainline))
         .route("/api/v1/tables", get(tables))
         .route("/api/v1/status", get(status));
@@ -178,7 +194,10 @@ fn check(s: &Shared, req: &Request) -> Verdict {
             (
                 StatusCode::NO_CONTENT,
                 [
-                    (header::ACCESS_CONTROL_ALLOW_METHODS, "GET, HEAD, OPTIONS"),
+                    (
+                        header::ACCESS_CONTROL_ALLOW_METHODS,
+                        "GET, HEAD, POST, OPTIONS",
+                    ),
                     (
                         header::ACCESS_CONTROL_ALLOW_HEADERS,
                         "Authorization, Content-Type, Accept",
@@ -189,16 +208,23 @@ fn check(s: &Shared, req: &Request) -> Verdict {
                 .into_response(),
         );
     }
-    if method != Method::GET && method != Method::HEAD {
+    let (allowed, allow, wanted) = if req.uri().path() == BATCH_PATH {
+        (method == Method::POST, "POST, OPTIONS", "POST")
+    } else {
+        (
+            method == Method::GET || method == Method::HEAD,
+            "GET, HEAD, OPTIONS",
+            "GET",
+        )
+    };
+    if !allowed {
         let mut r = ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
-            format!("method {method} is not allowed; use GET"),
+            format!("method {method} is not allowed; use {wanted}"),
         )
         .into_response();
-        r.headers_mut().insert(
-            header::ALLOW,
-            HeaderValue::from_static("GET, HEAD, OPTIONS"),
-        );
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static(allow));
         return Verdict::Refused(r);
     }
     let uri_len = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
@@ -288,17 +314,60 @@ impl PositionQuery {
         if fen.is_empty() {
             return Err(ApiError::bad_request("parameter 'fen' is empty"));
         }
-        let rules = match rules.as_deref().map(str::trim) {
-            None | Some("") => default_rules,
-            Some(name) => name
-                .parse()
-                .map_err(|e: xqtb_core::UnknownRuleSet| ApiError::bad_request(e.to_string()))?,
-        };
+        let rules = parse_rules(rules.as_deref(), default_rules)?;
         Ok(PositionQuery { fen, rules })
     }
 }
 
-/// Runs blocking backend work on the blocking pool, at most `probe_threads` at a time.
+/// A rule set named in a request; empty or absent means `default_rules`.
+fn parse_rules(name: Option<&str>, default_rules: RuleSet) -> Result<RuleSet, ApiError> {
+    match name.map(str::trim) {
+        None | Some("") => Ok(default_rules),
+        Some(name) => name
+            .parse()
+            .map_err(|e: xqtb_core::UnknownRuleSet| ApiError::bad_request(e.to_string())),
+    }
+}
+
+/// The body of `POST /api/v1/probe-batch`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchRequest {
+    fens: Vec<String>,
+    #[serde(default)]
+    rules: Option<String>,
+}
+
+impl BatchRequest {
+    /// Parses and checks a batch's body: JSON, at most [`MAX_PROBE_BATCH`] positions.
+    fn parse(body: &[u8]) -> Result<BatchRequest, ApiError> {
+        let batch: BatchRequest = serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the body is not a probe batch ({e}); send {{\"fens\": [FEN, ...], \"rules\": \
+                 \"asian\"}} (rules optional)"
+            ))
+        })?;
+        if batch.fens.len() > MAX_PROBE_BATCH {
+            return Err(ApiError::bad_request(format!(
+                "a probe batch holds at most {MAX_PROBE_BATCH} positions; this one has {} \
+                 (split it)",
+                batch.fens.len()
+            )));
+        }
+        Ok(batch)
+    }
+}
+
+/// One answer of a probe batch: the probe report, or the position and why it has none.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum BatchAnswer {
+    Ok(Box<ProbeReport>),
+    Err { fen: String, error: String },
+}
+
+/// Runs blocking backend work on the blocking pool, at most `probe_threads` at a time, and
+/// serialises its answer there too (a batch's answer is megabytes of JSON).
 async fn blocking<T: Serialize + Send + 'static>(
     s: &Shared,
     f: impl FnOnce(&dyn Backend) -> Result<T, ApiError> + Send + 'static,
@@ -310,12 +379,14 @@ async fn blocking<T: Serialize + Send + 'static>(
     let backend = Arc::clone(&s.backend);
     let result = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        f(&*backend)
+        match f(&*backend) {
+            Ok(v) => json(StatusCode::OK, &v),
+            Err(e) => e.into_response(),
+        }
     })
     .await;
     match result {
-        Ok(Ok(v)) => json(StatusCode::OK, &v),
-        Ok(Err(e)) => e.into_response(),
+        Ok(response) => response,
         Err(e) => {
             tracing::error!("an HTTP request failed: {e}");
             ApiError::internal("the request failed inside the server").into_response()
@@ -328,6 +399,54 @@ async fn probe(State(s): State<Arc<Shared>>, uri: Uri) -> Response {
         Ok(q) => blocking(&s, move |b| b.probe(q.rules, &q.fen)).await,
         Err(e) => e.into_response(),
     }
+}
+
+async fn probe_batch(State(s): State<Arc<Shared>>, body: axum::body::Body) -> Response {
+    // The body is read here, within the guard's timeout: a client that sends it slowly is
+    // answered 503 when the timeout runs out.
+    let body = match axum::body::to_bytes(body, MAX_BATCH_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the body is longer than {MAX_BATCH_BODY_BYTES} bytes \
+                     ({MAX_PROBE_BATCH} positions at most)"
+                ),
+            )
+            .into_response();
+        }
+    };
+    let batch = match BatchRequest::parse(&body) {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let rules = match parse_rules(batch.rules.as_deref(), s.backend.default_rules()) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    #[derive(Serialize)]
+    struct Answers {
+        results: Vec<BatchAnswer>,
+    }
+    let fens = batch.fens;
+    blocking(&s, move |b| {
+        let results = b.probe_batch(rules, &fens)?;
+        Ok(Answers {
+            results: fens
+                .into_iter()
+                .zip(results)
+                .map(|(fen, r)| match r {
+                    Ok(report) => BatchAnswer::Ok(Box::new(report)),
+                    Err(e) => BatchAnswer::Err {
+                        fen,
+                        error: e.message,
+                    },
+                })
+                .collect(),
+        })
+    })
+    .await
 }
 
 async fn mainline(State(s): State<Arc<Shared>>, uri: Uri) -> Response {
@@ -373,19 +492,9 @@ impl HttpServer {
             .await
             .with_context(|| format!("cannot listen on {} for HTTP", config.listen))?;
         let addr = listener.local_addr()?;
-        // Small request/response exchanges must not wait for delayed ACKs (Nagle).
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
         let app = router(backend, &config);
-        let (shutdown, mut rx) = watch::channel(false);
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.wait_for(|stop| *stop).await;
-                })
-                .await
-        });
+        let (shutdown, rx) = watch::channel(false);
+        let task = tokio::spawn(serve(listener, app, config.timeout, rx));
         tracing::info!(%addr, "HTTP API and web page listening");
         Ok(HttpServer {
             addr,
@@ -400,6 +509,64 @@ impl HttpServer {
         self.task.await??;
         Ok(())
     }
+}
+
+/// Resolves once `shutdown` turns true or its sender is gone (the borrow guard never outlives
+/// this function, so the futures awaiting it stay `Send`).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await.map(|_| ());
+}
+
+/// Accepts connections until `shutdown`, then lets the requests in progress finish. Each
+/// connection is served over HTTP/1.1 with a header timeout: a client that takes longer than
+/// `header_timeout` to send a request's headers, or leaves the connection idle that long between
+/// requests, is disconnected (axum's own server has no such timeout, so a client trickling
+/// headers would keep its connection for ever).
+async fn serve(
+    listener: TcpListener,
+    app: Router,
+    header_timeout: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    // Every connection holds a receiver; the sender sees them all dropped once they are done.
+    let (open_tx, open_rx) = watch::channel(());
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait for connections to close
+                    // rather than spin, and keep serving.
+                    tracing::warn!("cannot accept an HTTP connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = stopped(&mut shutdown) => break,
+        };
+        // Small request/response exchanges must not wait for delayed ACKs (Nagle).
+        let _ = tcp.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let (mut stop, open) = (shutdown.clone(), open_rx.clone());
+        tokio::spawn(async move {
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .serve_connection(TokioIo::new(tcp), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stopped(&mut stop) => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+            drop(open);
+        });
+    }
+    drop(open_rx);
+    open_tx.closed().await;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -426,5 +593,26 @@ mod tests {
         assert!(e("fen=a&rules=chess").contains("unknown rule set 'chess'"));
         assert!(e("fen=a&fen=b").contains("more than once"));
         assert!(e("fen=%FF").contains("UTF-8"));
+    }
+
+    #[test]
+    fn batches_parse_and_name_their_maximum() {
+        let b = BatchRequest::parse(br#"{"fens": ["a", "b"], "rules": "asian"}"#).unwrap();
+        assert_eq!((b.fens.len(), b.rules.as_deref()), (2, Some("asian")));
+        assert!(
+            BatchRequest::parse(br#"{"fens": []}"#)
+                .unwrap()
+                .rules
+                .is_none()
+        );
+        let e = |body: &[u8]| BatchRequest::parse(body).err().unwrap().message;
+        assert!(e(b"[1]").contains("not a probe batch"), "{}", e(b"[1]"));
+        assert!(e(br#"{"fens": ["a"], "fen": "b"}"#).contains("unknown field"));
+        let fens = vec!["x"; MAX_PROBE_BATCH + 1];
+        let body = serde_json::to_vec(&serde_json::json!({ "fens": fens })).unwrap();
+        assert!(e(&body).contains("at most 1000 positions; this one has 1001"));
+        let fens = vec!["x"; MAX_PROBE_BATCH];
+        let body = serde_json::to_vec(&serde_json::json!({ "fens": fens })).unwrap();
+        assert!(BatchRequest::parse(&body).is_ok());
     }
 }

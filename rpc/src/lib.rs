@@ -12,7 +12,7 @@ mod connect;
 mod convert;
 mod shard;
 
-pub use connect::{Auth, Client, connect};
+pub use connect::{Auth, CONNECT_TIMEOUT, Client, ConnectError, connect, error_chain};
 pub use convert::{
     ConvertError, job_key, mainline_report, mainline_response, parse_job_key, parse_rules,
     parse_table, probe_report, probe_response, table_ref,

@@ -23,6 +23,7 @@ mod asian;
 mod capture;
 mod position;
 pub mod rules;
+pub mod sample;
 mod solve;
 mod verify;
 mod verify_rules;

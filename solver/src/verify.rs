@@ -118,16 +118,16 @@ fn verify_values(
 }
 
 /// What one chunk of the local pass gathers.
-struct Local<'a> {
-    counts: &'a mut TableCounts,
+pub(crate) struct Local<'a> {
+    pub(crate) counts: &'a mut TableCounts,
     /// Under the Asian rules: the forced draws seen.
-    found: Option<&'a crate::verify_rules::EntrySet>,
+    pub(crate) found: Option<&'a crate::verify_rules::EntrySet>,
     /// Both sides have a piece that can check or chase (else no side can be forced to offend).
-    both_attack: bool,
+    pub(crate) both_attack: bool,
 }
 
 /// Verifies one entry; `pos` holds the slot's placement with `side` to move when `possible`.
-fn verify_slot(
+pub(crate) fn verify_slot(
     table: &Table,
     deps: &dyn Probe,
     side: Color,

@@ -453,7 +453,12 @@ impl TableHeader {
                 ));
             }
             let c = self.counts.side(side);
-            if c.wins + c.draws + c.losses != c.legal || c.legal > self.index_size {
+            // Checked: counts near 2^64 must not wrap around to a plausible sum.
+            let sum = c
+                .wins
+                .checked_add(c.draws)
+                .and_then(|n| n.checked_add(c.losses));
+            if sum != Some(c.legal) || c.legal > self.index_size {
                 return bad(format!("counts for {side} to move do not add up"));
             }
         }
@@ -942,6 +947,36 @@ impl BlockDecoder {
         }
         Ok(out)
     }
+}
+
+/// Checks that every block of `encoded` decompresses to its size and that each side's values
+/// match the header's values checksum, one block at a time: the checks of [`decode_table`] short
+/// of the index and the counts, without holding the decoded table.
+pub fn check_values(encoded: &EncodedTable) -> Result<(), CodecError> {
+    encoded.validate()?;
+    let h = &encoded.header;
+    let decoder = BlockDecoder::new(encoded.dictionary.as_deref());
+    for side in Color::ALL {
+        let mut crc = crc32fast::Hasher::new();
+        for (b, c) in encoded.blocks[side.index()].iter().enumerate() {
+            let raw = decoder
+                .decompress(c, h.decompressed_len(b as u32))
+                .map_err(|reason| CodecError::BadBlock {
+                    signature: h.signature,
+                    side,
+                    block: b as u32,
+                    reason,
+                })?;
+            crc.update(&raw);
+        }
+        if crc.finalize() != h.values_crc[side.index()] {
+            return Err(CodecError::ValuesChecksum {
+                signature: h.signature,
+                side,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Decodes a whole table: checks every block, the values' checksums and the index scheme,

@@ -5,7 +5,9 @@
 mod common;
 
 use common::{RULES, id, sig, solved};
-use storage_format::codec::{CodecParams, EncodedTable, encode_table, encode_table_with};
+use storage_format::codec::{
+    BlockInfo, CodecParams, EncodedTable, encode_table, encode_table_with,
+};
 use storage_format::shard::{MAGIC, PREAMBLE_LEN, SHARD_VERSION};
 use storage_format::store::{ShardDir, SledStore, StoreError, TableStore};
 use storage_format::{ShardError, read_shard, write_shard};
@@ -154,6 +156,16 @@ fn a_header_that_passes_its_checksum_but_lies_is_refused() {
         Err(ShardError::BadHeader(m)) => assert!(m.contains("do not add up"), "{m}"),
         other => panic!("{other:?}"),
     }
+    // Counts whose sum wraps around 2^64 to the legal count (found by fuzzing:
+    // fuzz/regressions/upload/counts-overflow; the addition overflowed, a panic in debug builds).
+    let mut wrapping = t.clone();
+    let c = &mut wrapping.header.counts[Color::Black];
+    c.wins += 1 << 63;
+    c.draws += 1 << 63;
+    match read_shard(&write_shard(&wrapping)) {
+        Err(ShardError::BadHeader(m)) => assert!(m.contains("do not add up"), "{m}"),
+        other => panic!("{other:?}"),
+    }
     // Block boundaries moved by one byte (the total still adds up): the blocks fail.
     let mut shifted = t.clone();
     shifted.header.blocks[0][0].len += 1;
@@ -199,6 +211,38 @@ fn a_refused_import_leaves_the_store_untouched() {
     }
     store.import_shard(&good).unwrap();
     assert_eq!(store.list_tables().unwrap().len(), 2);
+}
+
+/// Found by fuzzing (fuzz/regressions/shard_import/): a file whose blocks match their
+/// checksums but not the values checksum (or do not decompress) was imported.
+#[test]
+fn an_import_checks_the_values_checksums() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let t = small_table(false);
+    // Two full blocks of different content swapped, with the block table to match.
+    let red = &t.header.blocks[0];
+    let (i, j) = (1..red.len() - 1)
+        .find_map(|j| (t.blocks[0][0] != t.blocks[0][j]).then_some((0, j)))
+        .unwrap();
+    let mut swapped = t.clone();
+    swapped.blocks[0].swap(i, j);
+    swapped.header.blocks[0].swap(i, j);
+    // A block that is not zstd at all.
+    let mut garbage = t.clone();
+    garbage.blocks[1][0] = b"not zstd".to_vec();
+    garbage.header.blocks[1][0] = BlockInfo::of(b"not zstd");
+    for (what, bad, want) in [
+        ("swapped blocks", swapped, "do not match their checksum"),
+        ("garbage block", garbage, "does not decompress"),
+    ] {
+        let file = write_shard(&bad);
+        assert!(read_shard(&file).is_ok(), "{what}: the frame checks pass");
+        let err = store.import_shard(&file).expect_err(what);
+        assert!(err.to_string().contains(want), "{what}: {err}");
+        assert!(store.list_tables().unwrap().is_empty(), "{what}");
+    }
+    store.import_shard(&write_shard(&t)).unwrap();
 }
 
 fn shard_dir_with(sig: &Signature, bytes: &[u8]) -> tempfile::TempDir {

@@ -21,10 +21,45 @@ use storage_format::codec::encode_table;
 use storage_format::shard;
 use storage_format::store::{SledStore, TableStore};
 use tokio::sync::watch;
-use xqtb_core::{JobKey, MemoryTables, TableId};
+use xiangqi::Color;
+use xqtb_core::{JobKey, MemoryTables, Table, TableId, Value};
 
 /// Chunk size for uploads (well under the 4 MiB message limit).
 const UPLOAD_CHUNK: usize = 512 * 1024;
+
+/// Gives `n` entries of `table`, spread evenly over its legal entries that no repetition rule
+/// decides, a wrong value: a draw becomes a win in 1 ply, anything else a draw (the table was
+/// verified, so any other value is wrong). Returns how many were changed. Fault injection for
+/// tests only ([`WorkerConfig::debug_corrupt_values`]).
+fn corrupt_values(table: &mut Table, n: u64) -> u64 {
+    let plain = |c: u16| {
+        let v = Value::decode(c);
+        v != Value::Illegal && v.rule().is_none()
+    };
+    let total: u64 = Color::ALL
+        .iter()
+        .map(|&side| table.codes(side).iter().filter(|&&c| plain(c)).count() as u64)
+        .sum();
+    let step = (total / n.max(1)).max(1);
+    let (mut seen, mut changed) = (0u64, 0u64);
+    for side in Color::ALL {
+        for code in table.codes_mut(side) {
+            if changed == n || !plain(*code) {
+                continue;
+            }
+            if seen % step == 0 {
+                let wrong = match Value::decode(*code) {
+                    Value::Draw => Value::Win(1),
+                    _ => Value::Draw,
+                };
+                *code = wrong.encode();
+                changed += 1;
+            }
+            seen += 1;
+        }
+    }
+    changed
+}
 
 /// How to run a worker.
 #[derive(Clone, Debug)]
@@ -45,6 +80,11 @@ pub struct WorkerConfig {
     pub exit_when_done: bool,
     /// Fault injection for tests: wait this long (heartbeating) between solving and uploading.
     pub debug_delay_upload_ms: u64,
+    /// Fault injection for tests, never for production: give this many values of every table a
+    /// wrong value after verifying it and before uploading it, as a worker with bad memory or a
+    /// bug would, so that tests can show that the coordinator's sample check refuses the table
+    /// and quarantines the worker.
+    pub debug_corrupt_values: u64,
 }
 
 /// What a worker did.
@@ -207,15 +247,7 @@ async fn session(
             continue;
         };
         let lease_id = job.lease_id.clone();
-        let work = run_job(
-            &mut client,
-            cache,
-            pool,
-            &worker_id,
-            beat,
-            config.debug_delay_upload_ms,
-            job,
-        );
+        let work = run_job(&mut client, cache, pool, &worker_id, beat, config, job);
         let outcome = tokio::select! {
             r = work => r,
             _ = stopped(shutdown) => {
@@ -305,9 +337,10 @@ async fn run_job(
     pool: &Arc<rayon::ThreadPool>,
     worker_id: &str,
     beat: Duration,
-    delay: u64,
+    config: &WorkerConfig,
     job: Job,
 ) -> Result<JobOutcome, JobFailure> {
+    let (delay, corrupt) = (config.debug_delay_upload_ms, config.debug_corrupt_values);
     let key = rpc::parse_job_key(job.key.as_ref()).map_err(job_err)?;
     if !key.is_whole_table() {
         return Err(job_err(anyhow!(
@@ -364,7 +397,15 @@ async fn run_job(
                         }
                     }
                 };
-                let (table, _) = solver::solve_and_verify(key.table, &tables, &report)?;
+                let (mut table, _) = solver::solve_and_verify(key.table, &tables, &report)?;
+                if corrupt > 0 {
+                    let changed = corrupt_values(&mut table, corrupt);
+                    tracing::warn!(
+                        job = %key,
+                        "--debug-corrupt-values: {changed} values changed after verification (a \
+                         test of the coordinator's checks; never use it in production)"
+                    );
+                }
                 p.set(Phase::Encoding, 0.9);
                 Ok::<_, anyhow::Error>(encode_table(&table))
             })

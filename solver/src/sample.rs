@@ -1,0 +1,317 @@
+//! Checking a random sample of a table's entries one ply deep, for a table that arrives from
+//! elsewhere: the coordinator re-checks every uploaded table this way before it commits it, so
+//! a worker with bad memory, a bug or a wrong build cannot poison the store.
+//!
+//! Each sampled entry is checked exactly as the verifier's local pass checks every entry
+//! ([`verify`](crate::verify()), one shared function): its legality must match its code, and its stored
+//! value must equal the best of its successors' stored values, read from the table itself for
+//! quiet moves and from the dependency tables for captures. Under the Asian rules a position
+//! stored as lost by rule 0 plies away takes its value from the rule and passes as the local
+//! pass lets it pass; the rule checks that prove such positions need the whole table and are
+//! not repeated here.
+//!
+//! A full verification proves a table; a sample only makes it unlikely that wrong values go
+//! unnoticed. A wrong value is caught when its own entry is sampled (and often when one of its
+//! predecessors is, whose best successor it changes), so with `n` of `L` legal entries sampled,
+//! `k` independent wrong values all escape with probability at most about `(1 - n/L)^k`.
+//!
+//! The sample is drawn from a seed by a fixed generator: the same table and seed always check
+//! the same entries, so a refusal can be reproduced.
+
+use crate::position::SlotPosition;
+use crate::verify::{Local, VerifyError, verify_slot};
+use crate::verify_rules::EntrySet;
+use rayon::prelude::*;
+use xiangqi::Color;
+use xqtb_core::{Probe, RuleSet, Table, TableCounts, Value};
+
+/// How many entries a sample check takes: a share of the table's legal entries, but at least a
+/// minimum (every legal entry of a table smaller than that).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SamplePolicy {
+    /// Percentage of the legal entries (0 to 100).
+    pub percent: f64,
+    /// At least this many entries.
+    pub minimum: u64,
+}
+
+impl SamplePolicy {
+    /// 1% of the legal entries or 100,000 of them, whichever is larger: a few hundred
+    /// milliseconds for the largest tables of today, against minutes of solving (see
+    /// `BENCHMARKS.md`), and enough to catch a handful of wrong values in any table with near
+    /// certainty.
+    pub const DEFAULT: SamplePolicy = SamplePolicy {
+        percent: 1.0,
+        minimum: 100_000,
+    };
+
+    /// No check at all.
+    pub const OFF: SamplePolicy = SamplePolicy {
+        percent: 0.0,
+        minimum: 0,
+    };
+
+    /// Whether the policy checks nothing, whatever the table.
+    pub fn is_off(&self) -> bool {
+        self.size(u64::MAX) == 0
+    }
+
+    /// The sample size for a table of `legal` legal entries: the larger of the percentage and
+    /// the minimum, at most `legal`.
+    pub fn size(&self, legal: u64) -> u64 {
+        let share = (legal as f64 * self.percent.clamp(0.0, 100.0) / 100.0).ceil() as u64;
+        share.max(self.minimum).min(legal)
+    }
+}
+
+impl Default for SamplePolicy {
+    fn default() -> SamplePolicy {
+        SamplePolicy::DEFAULT
+    }
+}
+
+/// What a sample check covered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleReport {
+    /// Legal entries of the table (both sides to move).
+    pub legal: u64,
+    /// Entries checked.
+    pub checked: u64,
+    /// The seed the sample was drawn from.
+    pub seed: u64,
+}
+
+/// SplitMix64: a small, fast, fixed generator, so that a seed means the same sample on every
+/// machine and in every version of the dependencies.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`), by multiply-shift: the bias is below `n / 2^64`.
+    fn below(&mut self, n: u64) -> u64 {
+        ((self.next() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+/// The entries of `table` as numbers: Red to move's slots, then Black to move's.
+fn entry_of(size: u64, e: u64) -> (Color, u64) {
+    if e < size {
+        (Color::Red, e)
+    } else {
+        (Color::Black, e - size)
+    }
+}
+
+/// Legal entries of `table` (both sides to move): those whose code is not the illegal code.
+pub fn legal_entries(table: &Table) -> u64 {
+    Color::ALL
+        .iter()
+        .map(|&side| {
+            table
+                .codes(side)
+                .par_iter()
+                .filter(|&&c| c != Value::ILLEGAL_CODE)
+                .count() as u64
+        })
+        .sum()
+}
+
+/// `n` distinct legal entries of `table` (fewer if it has fewer), drawn uniformly from `seed`,
+/// as (side to move, slot) in order of side then slot.
+pub fn sample_entries(table: &Table, n: u64, seed: u64) -> Vec<(Color, u64)> {
+    draw(table, n, legal_entries(table), seed)
+}
+
+/// [`sample_entries`] of a table with `legal` legal entries.
+fn draw(table: &Table, n: u64, legal: u64, seed: u64) -> Vec<(Color, u64)> {
+    let size = table.index().size();
+    let n = n.min(legal);
+    let code = |e: u64| {
+        let (side, slot) = entry_of(size, e);
+        table.codes(side)[slot as usize]
+    };
+    // Drawing until `n` distinct entries are found slows down as the picked entries fill the
+    // table; past half of it the complement is drawn instead, so no draw is ever more likely to
+    // repeat than to succeed.
+    let take_rest = 2 * n > legal;
+    let wanted = if take_rest { legal - n } else { n };
+    let mut picked = vec![0u64; (2 * size).div_ceil(64) as usize];
+    let mut rng = SplitMix(seed);
+    let mut found = 0;
+    while found < wanted {
+        let e = rng.below(2 * size);
+        let (word, bit) = ((e / 64) as usize, 1u64 << (e % 64));
+        if picked[word] & bit == 0 && code(e) != Value::ILLEGAL_CODE {
+            picked[word] |= bit;
+            found += 1;
+        }
+    }
+    (0..2 * size)
+        .filter(|&e| {
+            let chosen = picked[(e / 64) as usize] & (1 << (e % 64)) != 0;
+            chosen != take_rest && code(e) != Value::ILLEGAL_CODE
+        })
+        .map(|e| entry_of(size, e))
+        .collect()
+}
+
+/// Entries handed to one parallel task.
+const ENTRIES_PER_TASK: usize = 1 << 12;
+
+/// Checks `entries` of `table` one ply deep against the table itself and its dependencies in
+/// `deps` (under the table's rule set), in parallel on the current rayon pool. The first entry
+/// found wrong is the error.
+pub fn check_entries(
+    table: &Table,
+    deps: &dyn Probe,
+    entries: &[(Color, u64)],
+) -> Result<(), Box<VerifyError>> {
+    // The local pass gathers forced draws into this set for the rule checks; with `both_attack`
+    // off it gathers nothing, and the set only switches on the local pass's treatment of rule
+    // values (positions lost by rule 0 plies away take their value from the rule).
+    let rule_draws = match table.rules() {
+        RuleSet::Asian => Some(EntrySet::new(table.index().size())),
+        RuleSet::CyclesAreDraws => None,
+    };
+    entries.par_chunks(ENTRIES_PER_TASK).try_for_each(|chunk| {
+        let pieces = table.index().piece_list();
+        let mut pos = SlotPosition::new(table.index(), &pieces);
+        let mut counts = TableCounts::default();
+        let mut local = Local {
+            counts: &mut counts,
+            found: rule_draws.as_ref(),
+            both_attack: false,
+        };
+        for &(side, slot) in chunk {
+            let possible = pos.load(slot, side);
+            verify_slot(table, deps, side, slot, possible, &mut pos, &mut local)?;
+        }
+        Ok(())
+    })
+}
+
+/// Checks a sample of `table`'s legal entries, as many as `policy` asks, drawn from `seed`.
+pub fn check_sample(
+    table: &Table,
+    deps: &dyn Probe,
+    policy: SamplePolicy,
+    seed: u64,
+) -> Result<SampleReport, Box<VerifyError>> {
+    let legal = legal_entries(table);
+    let entries = draw(table, policy.size(legal), legal, seed);
+    check_entries(table, deps, &entries)?;
+    Ok(SampleReport {
+        legal,
+        checked: entries.len() as u64,
+        seed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solve_closure_in_memory;
+    use xqtb_core::{MemoryTables, Signature, TableId};
+
+    fn solved(sig: &str, rules: RuleSet) -> (Table, MemoryTables) {
+        let s: Signature = sig.parse().unwrap();
+        let tables = solve_closure_in_memory(&[s], rules, |_, _| {}).unwrap();
+        let table = tables
+            .get(&TableId::new(rules, s))
+            .unwrap()
+            .as_ref()
+            .clone();
+        (table, tables)
+    }
+
+    #[test]
+    fn the_policy_takes_the_larger_share_capped_at_the_table() {
+        let p = SamplePolicy::DEFAULT;
+        assert_eq!(p.size(5_000), 5_000);
+        assert_eq!(p.size(1_000_000), 100_000);
+        assert_eq!(p.size(30_118_362), 301_184);
+        assert_eq!(SamplePolicy::OFF.size(1_000_000), 0);
+        assert!(SamplePolicy::OFF.is_off() && !p.is_off());
+        let all = SamplePolicy {
+            percent: 100.0,
+            minimum: 0,
+        };
+        assert_eq!(all.size(777), 777);
+    }
+
+    #[test]
+    fn samples_are_distinct_legal_entries_fixed_by_the_seed() {
+        let (table, _) = solved("KRvK", RuleSet::CyclesAreDraws);
+        let legal = legal_entries(&table);
+        // Both ways of drawing: picking entries, and picking the entries left out.
+        for n in [100, legal - 100] {
+            let a = sample_entries(&table, n, 7);
+            assert_eq!(a.len() as u64, n);
+            assert!(
+                a.windows(2)
+                    .all(|w| (w[0].0.index(), w[0].1) < (w[1].0.index(), w[1].1))
+            );
+            assert!(
+                a.iter()
+                    .all(|&(side, slot)| table.value(side, slot) != Value::Illegal)
+            );
+            assert_eq!(a, sample_entries(&table, n, 7), "same seed, same sample");
+            assert_ne!(
+                a,
+                sample_entries(&table, n, 8),
+                "another seed, another sample"
+            );
+        }
+        assert_eq!(sample_entries(&table, u64::MAX, 1).len() as u64, legal);
+        assert!(sample_entries(&table, 0, 1).is_empty());
+    }
+
+    /// Gives the `nth` legal entry with Black to move whose value no rule decides another
+    /// value; returns the entry.
+    fn flip(table: &mut Table, nth: usize) -> (Color, u64) {
+        let side = Color::Black;
+        let slot = (0..table.index().size())
+            .filter(|&s| {
+                let v = table.value(side, s);
+                v != Value::Illegal && v.rule().is_none()
+            })
+            .nth(nth)
+            .unwrap();
+        let wrong = match table.value(side, slot) {
+            Value::Draw => Value::Win(1),
+            _ => Value::Draw,
+        };
+        table.codes_mut(side)[slot as usize] = wrong.encode();
+        (side, slot)
+    }
+
+    #[test]
+    fn sound_tables_pass_and_a_wrong_value_in_the_sample_is_caught() {
+        for rules in RuleSet::ALL {
+            // KRvKN has rule-decided values under the Asian rules; its captures lead into KRvK
+            // and into a dead draw.
+            let (table, deps) = solved("KRvKN", rules);
+            let report = check_sample(&table, &deps, SamplePolicy::DEFAULT, 1).unwrap();
+            assert_eq!(report.checked, 100_000);
+            assert_eq!(report.legal, legal_entries(&table));
+            let all = SamplePolicy {
+                percent: 100.0,
+                minimum: 0,
+            };
+            check_sample(&table, &deps, all, 1).expect("every entry of a solved table passes");
+
+            let mut bad = table.clone();
+            let (side, slot) = flip(&mut bad, 1234);
+            let err = check_entries(&bad, &deps, &[(side, slot)]).unwrap_err();
+            assert_eq!((err.side, err.slot), (side, slot), "{rules}: {err}");
+            assert!(check_sample(&bad, &deps, all, 1).is_err(), "{rules}");
+        }
+    }
+}
