@@ -4,6 +4,10 @@
 //! clients that send HTTP headers or bodies slowly or idle on a connection, and blocking work
 //! (probing, reading shards) kept off the async executor threads.
 
+mod common;
+
+use common::positions;
+
 use coordinator::app::max_shard_bytes;
 use coordinator::{
     Access, Coordinator, CoordinatorConfig, Limits, MAX_PROBE_BATCH, SchedulerConfig,
@@ -24,8 +28,7 @@ use storage_format::store::{SledStore, TableStore};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
-use xiangqi::Color;
-use xqtb_core::{JobKey, RuleSet, Signature, TableId, TableIndex};
+use xqtb_core::{JobKey, RuleSet, Signature, TableId};
 use xqtb_http::{CoordinatorBackend, HttpConfig, HttpServer, LocalBackend};
 
 const RULES: RuleSet = RuleSet::Asian;
@@ -71,30 +74,6 @@ fn solved_store(dir: &Path, sig: &str) {
             .unwrap();
     })
     .unwrap();
-}
-
-/// `n` distinct legal positions of `sig` (both sides to move), from a fixed seed.
-fn positions(sig: &str, n: usize) -> Vec<String> {
-    let index = TableIndex::new(sig.parse().unwrap());
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut out = std::collections::BTreeSet::new();
-    while out.len() < n {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let slot = (seed >> 20) % index.size();
-        let side = if seed & (1 << 40) == 0 {
-            Color::Red
-        } else {
-            Color::Black
-        };
-        if let Some(b) = index.board(slot, side)
-            && !b.opponent_in_check()
-        {
-            out.insert(b.fen());
-        }
-    }
-    out.into_iter().collect()
 }
 
 async fn start(data: &Path, plan: &[&str], limits: Limits) -> Coordinator {

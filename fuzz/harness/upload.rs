@@ -1,0 +1,116 @@
+//! The coordinator's upload check (`App::commit_upload`): arbitrary bytes uploaded under a
+//! valid lease.
+//!
+//! An in-process `App` over a sled store (in `/dev/shm` where there is one) holding KRvK, with
+//! KRvKA submitted and leased to a worker; the input, made a shard file by
+//! `shard_input::shard_file`, is uploaded for that lease. The upload must be refused with an
+//! error, the job handed back to the queue and the store left without the table, unless the
+//! shard holds exactly the right table: whatever is committed must decode and equal the solved
+//! table, value for value, with the header's counts. Never a panic.
+
+use super::fixtures::{UPLOADED, fixtures, id};
+use super::shard_input::shard_file;
+use coordinator::{Access, App, JobState, SchedulerConfig};
+use std::sync::{Arc, Mutex, OnceLock};
+use storage_format::store::{SledStore, TableStore};
+use xiangqi::Color;
+use xqtb_core::TableId;
+
+struct Coordinator {
+    app: App,
+    worker: String,
+    _dir: tempfile::TempDir,
+}
+
+fn open() -> Coordinator {
+    let f = fixtures();
+    let dir = match std::path::Path::new("/dev/shm").is_dir() {
+        true => tempfile::tempdir_in("/dev/shm"),
+        false => tempfile::tempdir(),
+    }
+    .expect("temporary directory");
+    let store = Arc::new(SledStore::open(dir.path()).expect("sled store"));
+    let target = id(UPLOADED);
+    for dep in target.dependencies() {
+        store.put_table(f.encoded(&dep)).expect("dependency stored");
+    }
+    let config = SchedulerConfig {
+        lease_ttl_ms: 3_600_000,
+        max_attempts: u32::MAX,
+    };
+    let app = App::open(store, Access::default(), config, super::fixtures::RULES).expect("app");
+    app.submit(&[target]).expect("submit");
+    let worker = app.register("fuzz", 1, "fuzz").worker_id;
+    Coordinator {
+        app,
+        worker,
+        _dir: dir,
+    }
+}
+
+fn state() -> &'static Mutex<Option<Coordinator>> {
+    static S: OnceLock<Mutex<Option<Coordinator>>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(None))
+}
+
+pub fn run(data: &[u8]) {
+    let file = shard_file(data);
+    let target: TableId = id(UPLOADED);
+    let mut guard = state().lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = guard.get_or_insert_with(open);
+    let grant = match c.app.lease(&c.worker).expect("lease").grant {
+        Some(g) => g,
+        None => {
+            // A worker whose upload failed the sample check is quarantined: a new one comes.
+            c.worker = c.app.register("fuzz", 1, "fuzz").worker_id;
+            match c.app.lease(&c.worker).expect("lease").grant {
+                Some(g) => g,
+                // Only after a failed run (the replay test goes on after a failure).
+                None => {
+                    c = guard.insert(open());
+                    c.app
+                        .lease(&c.worker)
+                        .expect("lease")
+                        .grant
+                        .expect("a fresh job")
+                }
+            }
+        }
+    };
+    assert_eq!(grant.key.table, target);
+    match c.app.commit_upload(&grant.lease.id, &grant.key, &file) {
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            assert!(
+                c.app.store().header(&target).unwrap().is_none(),
+                "a refused upload left a table in the store: {e}"
+            );
+            let status = c.app.status();
+            let job = status.jobs.iter().find(|j| j.key == grant.key).unwrap();
+            assert_eq!(
+                job.state,
+                JobState::Ready,
+                "a refused upload is handed back"
+            );
+        }
+        Ok(_) => {
+            check_committed(c.app.store(), &target);
+            // The job is finished: start again from a fresh coordinator.
+            *guard = None;
+        }
+    }
+}
+
+/// The committed table must be the solved one.
+fn check_committed(store: &SledStore, target: &TableId) {
+    let truth = fixtures().tables.get(target).unwrap();
+    let table = store
+        .load_decoded(target)
+        .unwrap_or_else(|e| panic!("committed garbage: the stored {target} does not decode: {e}"));
+    for side in Color::ALL {
+        assert!(
+            table.codes(side) == truth.codes(side),
+            "committed garbage: the stored {target} has wrong values for {side} to move"
+        );
+    }
+}
