@@ -68,6 +68,7 @@ fn shard_import() {
 #[test]
 fn upload() {
     replay("upload", harness::upload::run);
+    harness::upload::reset();
 }
 
 #[test]

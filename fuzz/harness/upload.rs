@@ -11,6 +11,7 @@
 use super::fixtures::{UPLOADED, fixtures, id};
 use super::shard_input::shard_file;
 use coordinator::{Access, App, JobState, SchedulerConfig};
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use storage_format::store::{SledStore, TableStore};
 use xiangqi::Color;
@@ -22,13 +23,47 @@ struct Coordinator {
     _dir: tempfile::TempDir,
 }
 
+/// Prefix of the store directories; the process id follows.
+const PREFIX: &str = "xqtb-fuzz-upload-";
+
+/// A directory for the store, in `/dev/shm` where there is one. The last coordinator of a
+/// process is never dropped (it lives in a static until the process exits), so the
+/// directories of processes that are gone are removed first.
+fn store_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    if let Ok(entries) = std::fs::read_dir(&base) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix(PREFIX).and_then(|r| r.split('-').next());
+            let gone = |p: &&str| {
+                !p.is_empty()
+                    && p.bytes().all(|b| b.is_ascii_digit())
+                    && !Path::new("/proc").join(p).exists()
+            };
+            if pid.filter(gone).is_some() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(&format!("{PREFIX}{}-", std::process::id()))
+        .tempdir_in(base)
+        .expect("temporary directory")
+}
+
+/// Drops the coordinator (and its directory).
+pub fn reset() {
+    *state().lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
+
 fn open() -> Coordinator {
     let f = fixtures();
-    let dir = match std::path::Path::new("/dev/shm").is_dir() {
-        true => tempfile::tempdir_in("/dev/shm"),
-        false => tempfile::tempdir(),
-    }
-    .expect("temporary directory");
+    let dir = store_dir();
     let store = Arc::new(SledStore::open(dir.path()).expect("sled store"));
     let target = id(UPLOADED);
     for dep in target.dependencies() {
