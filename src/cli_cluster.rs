@@ -83,6 +83,11 @@ pub struct WorkerArgs {
     /// Solver threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Memory this worker may use for one job, e.g. 8GiB or 512MB (default: the machine's
+    /// memory, or its container's limit). The coordinator leases it only jobs whose estimated
+    /// memory fits (see `xqtb plan`).
+    #[arg(long)]
+    memory: Option<bytesize::ByteSize>,
     /// Cache directory for dependency tables.
     #[arg(long, default_value = "./xqtb-worker-cache")]
     cache: PathBuf,
@@ -303,10 +308,24 @@ fn default_name() -> String {
 
 /// `xqtb worker`.
 pub fn worker(args: WorkerArgs) -> Result<()> {
+    let machine = worker::available_memory_bytes();
+    let memory_bytes = match (args.memory, machine) {
+        (Some(m), Some(machine)) if m.as_u64() > machine => {
+            tracing::warn!(
+                memory = m.as_u64(),
+                machine,
+                "--memory is more than this machine has; jobs that large may run out of memory"
+            );
+            m.as_u64()
+        }
+        (Some(m), _) => m.as_u64(),
+        (None, m) => m.unwrap_or(0),
+    };
     let config = WorkerConfig {
         coordinator: args.coordinator,
         name: args.name.unwrap_or_else(default_name),
         threads: args.threads.unwrap_or_else(num_cpus),
+        memory_bytes,
         cache: args.cache,
         token: args.token,
         ca: args.ca,
@@ -331,6 +350,37 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
     })
 }
 
+/// Fails before anything starts when a job of the plan needs more memory than a local worker
+/// has (it would wait forever).
+fn refuse_jobs_too_large(targets: &[TableId], memory_bytes: u64, workers: usize) -> Result<()> {
+    if memory_bytes == 0 {
+        return Ok(());
+    }
+    for rules in RuleSet::ALL {
+        let roots: Vec<_> = targets
+            .iter()
+            .filter(|t| t.rules == rules)
+            .map(|t| t.signature)
+            .collect();
+        for sig in xqtb_core::closure_of(&roots) {
+            let need = xqtb_core::JobCost::of(&JobKey::whole(TableId::new(rules, sig))).solve_bytes;
+            if need > memory_bytes {
+                let fix = if workers > 1 {
+                    " (use fewer --workers: they share the machine's memory)"
+                } else {
+                    ""
+                };
+                bail!(
+                    "{sig} ({rules}) needs about {} to solve; each of the {workers} local workers has {}{fix}",
+                    coordinator::human_bytes(need),
+                    coordinator::human_bytes(memory_bytes)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn num_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -342,6 +392,9 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
     let threads = args
         .threads
         .unwrap_or_else(|| (num_cpus() / workers).max(1));
+    // The in-process workers share the machine's memory.
+    let memory_bytes = worker::available_memory_bytes().map_or(0, |m| m / workers as u64);
+    refuse_jobs_too_large(&targets, memory_bytes, workers)?;
     std::fs::create_dir_all(&args.data)
         .with_context(|| format!("cannot create {}", args.data.display()))?;
     let config = CoordinatorConfig {
@@ -368,6 +421,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
                 coordinator: url.clone(),
                 name: format!("local{i}"),
                 threads,
+                memory_bytes,
                 cache: cache_root.join(i.to_string()),
                 token: None,
                 ca: None,
@@ -621,21 +675,29 @@ fn print_status(s: &StatusResponse) {
         s.entries_done, s.entries_total, s.entries_per_second
     );
     for j in &s.jobs {
-        let extra = match j.state.as_str() {
+        let mut extra = match j.state.as_str() {
             "leased" => format!(" on {} ({:.0}%)", j.worker_id, j.progress * 100.0),
             "failed" => format!(" ({})", j.last_error),
             _ => String::new(),
         };
+        if !j.unholdable.is_empty() {
+            extra = format!("{extra}; no worker can hold it: {}", j.unholdable);
+        }
         println!(
-            "  {:<30} {:<9} attempts {}{extra}",
+            "  {:<30} {:<9} attempts {}, memory {}{extra}",
             job_name(j.key.as_ref()),
             j.state,
-            j.attempts
+            j.attempts,
+            coordinator::human_bytes(j.memory_bytes)
         );
     }
     for w in &s.workers {
+        let memory = match w.memory_bytes {
+            0 => String::new(),
+            m => format!(", {}", coordinator::human_bytes(m)),
+        };
         println!(
-            "  worker {} ({} threads): {} {:.0}% {}, seen {} ms ago",
+            "  worker {} ({} threads{memory}): {} {:.0}% {}, seen {} ms ago",
             w.worker_id,
             w.threads,
             match &w.current_job {

@@ -2,6 +2,7 @@
 
 mod cli_adjudicate;
 mod cli_cluster;
+mod cli_plan;
 mod cli_serve;
 mod cli_solve;
 mod cli_tables;
@@ -34,9 +35,9 @@ enum Command {
         #[arg(long)]
         divide: bool,
     },
-    /// Show a signature's canonical name, index size, placements, memory to solve it and its
-    /// dependencies at once; the table's stored counts when a store holds it; legal positions
-    /// counted slot by slot with --count.
+    /// Show a signature's canonical name, index size, placements, estimated cost to solve it
+    /// (memory, stored size, CPU) and its dependencies at once; the table's stored counts when a
+    /// store holds it; legal positions counted slot by slot with --count.
     Info {
         /// Material signature, e.g. KRNvKR (any order and case).
         signature: String,
@@ -48,6 +49,9 @@ enum Command {
         #[arg(long, default_value = "./xqtb-data")]
         data: std::path::PathBuf,
     },
+    /// List the jobs that generate endgames, in dependency order, with each one's estimated
+    /// memory, stored size and CPU time, and the totals (nothing is solved).
+    Plan(cli_plan::PlanArgs),
     /// Count placements exactly (dynamic programming after Wei and Li).
     Count {
         /// Material signature to count.
@@ -128,6 +132,7 @@ fn quiet_on_closed_pipe(command: &Command) {
         Command::Perft { .. }
             | Command::Info { .. }
             | Command::Count { .. }
+            | Command::Plan(_)
             | Command::Probe(_)
             | Command::Mainline(_)
             | Command::Tables(_)
@@ -170,6 +175,7 @@ fn run() -> Result<()> {
             data,
         } => info(&signature, count, &data),
         Command::Count { signature, all } => count(signature.as_deref(), all),
+        Command::Plan(args) => cli_plan::plan(args),
         Command::Solve(args) => cli_solve::run(args),
         Command::Probe(args) => cli_tables::probe(args),
         Command::Mainline(args) => cli_tables::mainline(args),
@@ -233,14 +239,20 @@ fn info(text: &str, count: bool, data: &std::path::Path) -> Result<()> {
     let placements = xqtb_core::count::count_signature(&sig);
     // The index keeps one of each pair of mirror images, so about half of these have a slot.
     println!("placements: {placements} on the board (mirror images counted apart)");
-    // Two bytes of state per entry; BENCHMARKS.md measures the whole peak at about 2.2 bytes
-    // per entry under cycles-are-draws and 2.9 under asian for KRNvKR.
-    println!(
-        "memory to solve: {:.1} MB of values (2 bytes per entry); peak about {:.0} MB (cycles-are-draws) to {:.0} MB (asian)",
-        2.0 * 2.0 * size as f64 / 1e6,
-        2.2 * 2.0 * size as f64 / 1e6 + 2.0,
-        2.9 * 2.0 * size as f64 / 1e6 + 2.0
-    );
+    // Estimated from measured rates (BENCHMARKS.md, "Cost model"), as `xqtb plan` and the
+    // coordinator's scheduler estimate it.
+    for rules in xqtb_core::RuleSet::ALL {
+        let cost = xqtb_core::JobCost::of(&xqtb_core::JobKey::whole(xqtb_core::TableId::new(
+            rules, sig,
+        )));
+        println!(
+            "to solve under {rules}: about {} of memory (with the {} dependency entries it loads), {} stored, {} of CPU",
+            cli_plan::human_bytes(cost.solve_bytes),
+            cost.dependency_entries,
+            cli_plan::human_bytes(cost.stored_bytes),
+            cli_plan::human_seconds(cost.cpu_seconds),
+        );
+    }
     let deps: Vec<String> = sig.capture_targets().iter().map(|s| s.name()).collect();
     println!(
         "captures lead into: {}",

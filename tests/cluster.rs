@@ -902,3 +902,67 @@ fn without_the_sample_check_a_faulty_upload_is_committed() {
     let remote = rt.block_on(download(port, "KRvK"));
     assert!(remote != solo_shard(&dir, &["KRvK"], "KRvK"));
 }
+
+#[test]
+fn a_worker_gets_only_the_jobs_its_memory_can_hold() {
+    let dir = TempDir::new("memory-aware");
+    let port = free_port();
+    let c = coordinator(&dir, port, &["--plan", "KRvKR"]);
+    let rt = rt();
+    let s = rt.block_on(wait_until(port, "the plan", Duration::from_secs(30), |s| {
+        s.jobs.len() == 2
+    }));
+    let need = |s: &StatusResponse, sig: &str| job_of(s, sig).memory_bytes;
+    let (small_need, big_need) = (need(&s, "KRvK"), need(&s, "KRvKR"));
+    assert!(0 < small_need && small_need < big_need, "{s:#?}");
+    // Enough for KRvK, not for KRvKR.
+    let memory = small_need.to_string();
+    let _small = worker(
+        &dir,
+        port,
+        "small",
+        &["--threads", "1", "--memory", &memory],
+    );
+    let s = rt.block_on(wait_until(
+        port,
+        "KRvK, and KRvKR named as too large",
+        Duration::from_secs(120),
+        |s| job_of(s, "KRvK").state == "finished" && !job_of(s, "KRvKR").unholdable.is_empty(),
+    ));
+    let blocked = job_of(&s, "KRvKR");
+    assert_eq!(blocked.state, "ready", "{blocked:?}");
+    assert!(
+        blocked.unholdable.contains("small") && blocked.unholdable.contains("needs"),
+        "{}",
+        blocked.unholdable
+    );
+    let small = s.workers.iter().find(|w| w.name == "small").unwrap();
+    assert_eq!(small.memory_bytes, small_need);
+    // It stays unleased while only the small worker is there.
+    std::thread::sleep(Duration::from_secs(2));
+    let s = rt.block_on(wait_until(port, "status", Duration::from_secs(10), |_| {
+        true
+    }));
+    assert_eq!(job_of(&s, "KRvKR").state, "ready");
+    let _big = worker(&dir, port, "big", &["--threads", "1", "--exit-when-done"]);
+    let s = rt.block_on(wait_until(
+        port,
+        "every job",
+        Duration::from_secs(120),
+        all_finished,
+    ));
+    assert!(s.jobs.iter().all(|j| j.unholdable.is_empty()), "{s:#?}");
+    let leased: Vec<String> = c
+        .log()
+        .lines()
+        .filter(|l| l.contains("job leased"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(leased.len(), 2, "{leased:?}");
+    assert!(
+        leased
+            .iter()
+            .any(|l| l.contains("KRvKR") && l.contains("big") && !l.contains("small")),
+        "{leased:?}"
+    );
+}

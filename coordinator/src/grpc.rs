@@ -179,7 +179,8 @@ impl Jobs for JobsService {
     ) -> Result<Response<RegisterResponse>, Status> {
         authorize(&self.0, &req, true)?;
         let r = req.into_inner();
-        let reg = self.0.register(&r.name, r.threads, &r.version);
+        let memory = (r.memory_bytes > 0).then_some(r.memory_bytes);
+        let reg = self.0.register(&r.name, r.threads, memory, &r.version);
         Ok(Response::new(RegisterResponse {
             worker_id: reg.worker_id,
             heartbeat_interval_ms: reg.heartbeat_interval_ms,
@@ -309,6 +310,8 @@ fn job_status(j: &JobReport) -> JobStatus {
         progress: j.progress,
         index_size: j.key.slots.len(),
         last_error: j.last_error.clone().unwrap_or_default(),
+        memory_bytes: j.memory_bytes,
+        unholdable: j.unholdable.clone().unwrap_or_default(),
     }
 }
 
@@ -321,6 +324,7 @@ fn worker_status(w: &WorkerReport) -> WorkerStatus {
         progress: w.progress,
         phase: w.phase.clone(),
         last_seen_ms_ago: w.last_seen_ms_ago,
+        memory_bytes: w.memory_bytes.unwrap_or(0),
     }
 }
 

@@ -5,7 +5,8 @@
 //!   transport types;
 //! - [`scheduler`]: the pure job scheduler (time passed in, records to persist handed back);
 //! - [`grpc`]: the gRPC services, thin shells over the application layer;
-//! - [`server`]: starting and stopping the server with health, reflection and the expiry tick.
+//! - [`server`]: starting and stopping the server with health, reflection and the expiry tick;
+//! - [`simulate`]: a run of a plan with the real scheduler and estimated job times.
 //!
 //! Depends on the table model, the storage and probing libraries and the protocol, and on the
 //! solver only for its one-ply check of a sample of every upload ([`solver::sample`]): workers
@@ -17,7 +18,8 @@ pub mod app;
 pub mod grpc;
 pub mod scheduler;
 pub mod server;
+pub mod simulate;
 
-pub use app::{Access, App, AppError, Limits, MAX_PROBE_BATCH, StatusReport};
+pub use app::{Access, App, AppError, Limits, MAX_PROBE_BATCH, StatusReport, human_bytes};
 pub use scheduler::{Grant, JobRecord, JobState, Lease, LeaseError, Scheduler, SchedulerConfig};
 pub use server::{Coordinator, CoordinatorConfig};

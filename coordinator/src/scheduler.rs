@@ -1,13 +1,15 @@
-//! The job scheduler: jobs keyed by [`JobKey`] (today one per table), handed out in dependency
-//! order under leases.
+//! The job scheduler: jobs keyed by [`JobKey`] (today one per table), handed out under leases
+//! once their dependencies are finished, each only to a worker with the memory to hold it, the
+//! job with the longest estimated path to the end of the plan first.
 //!
 //! Pure state: time is passed in as Unix milliseconds and every change returns the records to
 //! persist, so the services and the tests drive it the same way and a restart resumes from the
 //! persisted records.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use xqtb_core::{JobKey, RuleSet, Signature, SlotRange, TableId};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use xqtb_core::{JobCost, JobKey, RuleSet, Signature, SlotRange, TableId};
 
 /// Where a job stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,11 +230,33 @@ fn plan_order(k: &JobKey) -> (u32, String, RuleSet, u64) {
 }
 
 /// All jobs and their leases.
+///
+/// Indexed so that a plan of many thousands of jobs is scheduled (and simulated, by `xqtb
+/// plan`) in time proportional to the jobs and their dependencies, not their square: the
+/// unfinished jobs of each table are counted, each table knows the jobs waiting for it, and the
+/// ready jobs are kept sorted by their path.
 pub struct Scheduler {
     config: SchedulerConfig,
     jobs: BTreeMap<JobKey, JobRecord>,
-    /// Plan order (dependencies first), for leasing in order.
+    /// Plan order (dependencies first), for listings and to break ties between equal paths.
     order: Vec<JobKey>,
+    /// Each job's estimated cost.
+    costs: BTreeMap<JobKey, JobCost>,
+    /// Estimated CPU seconds from the start of each job to the end of the plan along its
+    /// longest chain of dependent jobs (the job's own cost included).
+    path_seconds: BTreeMap<JobKey, f64>,
+    /// Jobs not yet finished, per table (a table absent here has none left).
+    unfinished: HashMap<TableId, u32>,
+    /// The jobs whose table depends on each table.
+    dependents: HashMap<TableId, Vec<JobKey>>,
+    /// Ready jobs in leasing order: the longest path (in milliseconds) first, then plan order.
+    ready: BTreeSet<(Reverse<u64>, usize, JobKey)>,
+    /// Each job's place in `order`.
+    position: HashMap<JobKey, usize>,
+    /// The job of each current lease.
+    leases: HashMap<String, JobKey>,
+    /// Jobs neither finished nor failed.
+    open: usize,
     next_lease: u64,
     lease_prefix: String,
 }
@@ -245,28 +269,149 @@ impl Scheduler {
             config,
             jobs: BTreeMap::new(),
             order: Vec::new(),
+            costs: BTreeMap::new(),
+            path_seconds: BTreeMap::new(),
+            unfinished: HashMap::new(),
+            dependents: HashMap::new(),
+            ready: BTreeSet::new(),
+            position: HashMap::new(),
+            leases: HashMap::new(),
+            open: 0,
             next_lease: 1,
             lease_prefix,
         };
         for r in records {
             s.jobs.insert(r.key, r);
         }
-        s.reorder();
+        s.reindex();
         s
     }
 
-    fn reorder(&mut self) {
+    /// Rebuilds the plan order, the costs, the longest remaining paths and the indexes after
+    /// jobs were added.
+    fn reindex(&mut self) {
         self.order = self.jobs.keys().copied().collect();
         self.order.sort_by_key(plan_order);
+        self.position = self
+            .order
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (*k, i))
+            .collect();
+        for key in &self.order {
+            self.costs.entry(*key).or_insert_with(|| JobCost::of(key));
+        }
+        self.unfinished.clear();
+        self.dependents.clear();
+        self.leases.clear();
+        self.open = 0;
+        for (key, job) in &self.jobs {
+            if !matches!(job.state, JobState::Finished | JobState::Failed) {
+                self.open += 1;
+            }
+            if let (JobState::Leased, Some(l)) = (job.state, &job.lease) {
+                self.leases.insert(l.id.clone(), *key);
+            }
+            if job.state != JobState::Finished {
+                *self.unfinished.entry(key.table).or_default() += 1;
+            }
+            for dep in key.table.dependencies() {
+                self.dependents.entry(dep).or_default().push(*key);
+            }
+        }
+        // Dependents come later in plan order, so one backward pass sees every dependent's path
+        // before the jobs it depends on.
+        let mut longest_after: HashMap<TableId, f64> = HashMap::new();
+        self.path_seconds.clear();
+        for key in self.order.iter().rev() {
+            let after = longest_after.get(&key.table).copied().unwrap_or(0.0);
+            let path = self.costs[key].cpu_seconds + after;
+            self.path_seconds.insert(*key, path);
+            for dep in key.table.dependencies() {
+                let e = longest_after.entry(dep).or_insert(0.0);
+                *e = e.max(path);
+            }
+        }
+        self.ready.clear();
+        let ready: Vec<JobKey> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.state == JobState::Ready)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in ready {
+            let entry = self.ready_entry(&key);
+            self.ready.insert(entry);
+        }
     }
 
-    /// Whether every job of `table` is finished (a table nobody planned counts as finished: it
-    /// is not this scheduler's to wait for).
-    fn table_finished(&self, table: &TableId) -> bool {
-        self.jobs
+    fn ready_entry(&self, key: &JobKey) -> (Reverse<u64>, usize, JobKey) {
+        let ms = (self.path_seconds[key] * 1e3).round() as u64;
+        (Reverse(ms), self.position[key], *key)
+    }
+
+    /// Moves job `key` to state `to`, keeping the indexes, and readies the jobs that waited
+    /// only for its table. Returns the jobs readied.
+    fn set_state(&mut self, key: JobKey, to: JobState) -> Vec<JobRecord> {
+        let job = self.jobs.get_mut(&key).expect("planned job");
+        let from = std::mem::replace(&mut job.state, to);
+        if from == to {
+            return Vec::new();
+        }
+        if from == JobState::Ready {
+            let entry = self.ready_entry(&key);
+            self.ready.remove(&entry);
+        }
+        if from == JobState::Leased {
+            self.leases.retain(|_, k| *k != key);
+        }
+        let done = |s: JobState| matches!(s, JobState::Finished | JobState::Failed);
+        if done(to) && !done(from) {
+            self.open -= 1;
+        }
+        if to == JobState::Ready {
+            let entry = self.ready_entry(&key);
+            self.ready.insert(entry);
+        }
+        let mut readied = Vec::new();
+        if to == JobState::Finished {
+            let left = self
+                .unfinished
+                .get_mut(&key.table)
+                .expect("unfinished job counted");
+            *left -= 1;
+            if *left == 0 {
+                self.unfinished.remove(&key.table);
+                let waiting = self.dependents.get(&key.table).cloned().unwrap_or_default();
+                for w in waiting {
+                    if self.jobs[&w].state == JobState::Waiting && self.dependencies_done(&w) {
+                        self.set_state(w, JobState::Ready);
+                        readied.push(self.jobs[&w].clone());
+                    }
+                }
+            }
+        }
+        readied
+    }
+
+    /// Whether every table `key` depends on is finished (a table nobody planned counts as
+    /// finished: it is not this scheduler's to wait for).
+    fn dependencies_done(&self, key: &JobKey) -> bool {
+        key.table
+            .dependencies()
             .iter()
-            .filter(|(k, _)| k.table == *table)
-            .all(|(_, j)| j.state == JobState::Finished)
+            .all(|d| !self.unfinished.contains_key(d))
+    }
+
+    /// The estimated cost of a planned job.
+    pub fn cost(&self, key: &JobKey) -> Option<&JobCost> {
+        self.costs.get(key)
+    }
+
+    /// Estimated CPU seconds from the start of `key` to the end of the plan along its longest
+    /// chain of dependent jobs.
+    pub fn path_seconds(&self, key: &JobKey) -> Option<f64> {
+        self.path_seconds.get(key).copied()
     }
 
     /// Adds `targets` and the closure of their dependencies, one job per table. Returns the
@@ -310,7 +455,7 @@ impl Scheduler {
                 new.push(key);
             }
         }
-        self.reorder();
+        self.reindex();
         let mut changed = self.refresh_ready();
         changed.extend(new.iter().map(|k| self.jobs[k].clone()));
         changed.sort_by_key(|r| r.key);
@@ -318,19 +463,13 @@ impl Scheduler {
         (changed, new)
     }
 
-    /// Moves waiting jobs whose dependencies are all finished to ready.
+    /// Moves every waiting job whose dependencies are all finished to ready.
     fn refresh_ready(&mut self) -> Vec<JobRecord> {
         let mut changed = Vec::new();
         for key in self.order.clone() {
-            let deps_done = key
-                .table
-                .dependencies()
-                .iter()
-                .all(|d| self.table_finished(d));
-            let job = self.jobs.get_mut(&key).expect("ordered jobs exist");
-            if job.state == JobState::Waiting && deps_done {
-                job.state = JobState::Ready;
-                changed.push(job.clone());
+            if self.jobs[&key].state == JobState::Waiting && self.dependencies_done(&key) {
+                self.set_state(key, JobState::Ready);
+                changed.push(self.jobs[&key].clone());
             }
         }
         changed
@@ -338,36 +477,50 @@ impl Scheduler {
 
     /// Returns expired leases to the queue (or fails jobs past the retry limit).
     pub fn expire(&mut self, now_ms: u64) -> Vec<JobRecord> {
-        let mut changed = Vec::new();
-        for job in self.jobs.values_mut() {
-            if job.state == JobState::Leased
-                && job
+        let expired: Vec<JobKey> = self
+            .leases
+            .values()
+            .filter(|k| {
+                self.jobs[k]
                     .lease
                     .as_ref()
                     .is_some_and(|l| l.expires_at_ms <= now_ms)
-            {
-                let worker = job.lease.take().map(|l| l.worker).unwrap_or_default();
-                job.last_error = Some(format!("lease held by {worker} expired"));
-                job.state = if job.attempts >= self.config.max_attempts {
-                    JobState::Failed
-                } else {
-                    JobState::Ready
-                };
-                job.progress = 0.0;
-                changed.push(job.clone());
-            }
+            })
+            .copied()
+            .collect();
+        let mut changed = Vec::new();
+        for key in expired {
+            let max = self.config.max_attempts;
+            let job = self.jobs.get_mut(&key).expect("planned job");
+            let worker = job.lease.take().map(|l| l.worker).unwrap_or_default();
+            job.last_error = Some(format!("lease held by {worker} expired"));
+            job.progress = 0.0;
+            let to = if job.attempts >= max {
+                JobState::Failed
+            } else {
+                JobState::Ready
+            };
+            self.set_state(key, to);
+            changed.push(self.jobs[&key].clone());
         }
         changed
     }
 
-    /// Leases the first ready job in plan order to `worker`.
-    pub fn lease(&mut self, worker: &str, now_ms: u64) -> (Option<Grant>, Vec<JobRecord>) {
+    /// Leases to `worker` the ready job with the longest estimated path to the end of the plan
+    /// among those it can hold: whose estimated memory is at most `memory_bytes` (`None`: the
+    /// worker did not say, and is trusted with any job). Ties go in plan order.
+    pub fn lease(
+        &mut self,
+        worker: &str,
+        memory_bytes: Option<u64>,
+        now_ms: u64,
+    ) -> (Option<Grant>, Vec<JobRecord>) {
         let mut changed = self.expire(now_ms);
         let Some(key) = self
-            .order
+            .ready
             .iter()
-            .copied()
-            .find(|k| self.jobs[k].state == JobState::Ready)
+            .map(|(_, _, k)| *k)
+            .find(|k| memory_bytes.is_none_or(|m| self.costs[k].solve_bytes <= m))
         else {
             return (None, changed);
         };
@@ -378,8 +531,9 @@ impl Scheduler {
             worker: worker.to_string(),
             expires_at_ms: now_ms + self.config.lease_ttl_ms,
         };
-        let job = self.jobs.get_mut(&key).expect("ordered jobs exist");
-        job.state = JobState::Leased;
+        self.set_state(key, JobState::Leased);
+        self.leases.insert(lease.id.clone(), key);
+        let job = self.jobs.get_mut(&key).expect("ready jobs exist");
         job.attempts += 1;
         job.lease = Some(lease.clone());
         job.progress = 0.0;
@@ -394,13 +548,10 @@ impl Scheduler {
     }
 
     fn leased_mut(&mut self, lease_id: &str) -> Result<(JobKey, &mut JobRecord), LeaseError> {
-        self.jobs
-            .iter_mut()
-            .find(|(_, j)| {
-                j.state == JobState::Leased && j.lease.as_ref().is_some_and(|l| l.id == lease_id)
-            })
-            .map(|(k, j)| (*k, j))
-            .ok_or_else(|| LeaseError::Stale(lease_id.to_string()))
+        let key = self
+            .leased_job(lease_id)
+            .ok_or_else(|| LeaseError::Stale(lease_id.to_string()))?;
+        Ok((key, self.jobs.get_mut(&key).expect("leased job")))
     }
 
     /// Renews a lease and records progress. Returns the new expiry.
@@ -440,65 +591,64 @@ impl Scheduler {
 
     /// The job `lease_id` is for, if the lease is current.
     pub fn leased_job(&self, lease_id: &str) -> Option<JobKey> {
-        self.jobs
-            .iter()
-            .find(|(_, j)| {
-                j.state == JobState::Leased && j.lease.as_ref().is_some_and(|l| l.id == lease_id)
-            })
-            .map(|(k, _)| *k)
+        self.leases.get(lease_id).copied()
     }
 
     /// The worker holding `lease_id`, if the lease is current.
     pub fn lease_holder(&self, lease_id: &str) -> Option<&str> {
-        self.jobs.values().find_map(|j| match &j.lease {
-            Some(l) if j.state == JobState::Leased && l.id == lease_id => Some(l.worker.as_str()),
-            _ => None,
-        })
+        let key = self.leases.get(lease_id)?;
+        self.jobs[key].lease.as_ref().map(|l| l.worker.as_str())
     }
 
     /// Marks the job of `lease_id` finished (after its table was committed) and readies the jobs
     /// that waited for it.
     pub fn finish(&mut self, lease_id: &str, now_ms: u64) -> Result<Vec<JobRecord>, LeaseError> {
-        let (_, job) = self.leased_mut(lease_id)?;
-        job.state = JobState::Finished;
+        let (key, job) = self.leased_mut(lease_id)?;
         job.lease = None;
         job.progress = 1.0;
         job.last_error = None;
         job.finished_at_ms = Some(now_ms);
-        let mut changed = vec![job.clone()];
-        changed.extend(self.refresh_ready());
+        let readied = self.set_state(key, JobState::Finished);
+        let mut changed = vec![self.jobs[&key].clone()];
+        changed.extend(readied);
         Ok(changed)
     }
 
     /// Records a failed attempt; the job goes back to the queue unless it ran out of attempts.
     pub fn fail(&mut self, lease_id: &str, message: &str) -> Result<JobRecord, LeaseError> {
         let max = self.config.max_attempts;
-        let (_, job) = self.leased_mut(lease_id)?;
+        let (key, job) = self.leased_mut(lease_id)?;
         job.lease = None;
         job.last_error = Some(message.to_string());
         job.progress = 0.0;
-        job.state = if job.attempts >= max {
+        let to = if job.attempts >= max {
             JobState::Failed
         } else {
             JobState::Ready
         };
-        Ok(job.clone())
+        self.set_state(key, to);
+        Ok(self.jobs[&key].clone())
     }
 
     /// Marks every job of `table` finished because the table is already committed (found at
     /// start-up).
     pub fn mark_finished(&mut self, table: &TableId, now_ms: u64) -> Vec<JobRecord> {
+        let keys: Vec<JobKey> = self
+            .jobs
+            .iter()
+            .filter(|(k, j)| k.table == *table && j.state != JobState::Finished)
+            .map(|(k, _)| *k)
+            .collect();
         let mut changed = Vec::new();
-        for (k, job) in self.jobs.iter_mut() {
-            if k.table == *table && job.state != JobState::Finished {
-                job.state = JobState::Finished;
-                job.lease = None;
-                job.progress = 1.0;
-                job.finished_at_ms = Some(now_ms);
-                changed.push(job.clone());
-            }
+        for key in keys {
+            let job = self.jobs.get_mut(&key).expect("planned job");
+            job.lease = None;
+            job.progress = 1.0;
+            job.finished_at_ms = Some(now_ms);
+            let readied = self.set_state(key, JobState::Finished);
+            changed.push(self.jobs[&key].clone());
+            changed.extend(readied);
         }
-        changed.extend(self.refresh_ready());
         changed
     }
 
@@ -509,9 +659,7 @@ impl Scheduler {
 
     /// Whether every job is finished or failed.
     pub fn all_done(&self) -> bool {
-        self.jobs
-            .values()
-            .all(|j| matches!(j.state, JobState::Finished | JobState::Failed))
+        self.open == 0
     }
 
     /// The job `key`, if planned.
@@ -548,20 +696,20 @@ mod tests {
         let mut s = scheduler();
         let (_, planned) = s.plan(&[sig("KRvKN")], |_| false);
         assert_eq!(planned.len(), 3);
-        let (g1, _) = s.lease("w1", 0);
-        let (g2, _) = s.lease("w2", 0);
+        let (g1, _) = s.lease("w1", None, 0);
+        let (g2, _) = s.lease("w2", None, 0);
         let g1 = g1.unwrap();
         let g2 = g2.unwrap();
         assert_eq!(g1.key, job("KNvK"));
         assert_eq!(g2.key, job("KRvK"));
         assert!(
-            s.lease("w3", 0).0.is_none(),
+            s.lease("w3", None, 0).0.is_none(),
             "KRvKN waits for its dependencies"
         );
         s.finish(&g1.lease.id, 1).unwrap();
-        assert!(s.lease("w3", 0).0.is_none());
+        assert!(s.lease("w3", None, 0).0.is_none());
         s.finish(&g2.lease.id, 1).unwrap();
-        let g3 = s.lease("w3", 0).0.unwrap();
+        let g3 = s.lease("w3", None, 0).0.unwrap();
         assert_eq!(g3.key, job("KRvKN"));
         assert_eq!(g3.dependencies, vec![sig("KNvK"), sig("KRvK")]);
         s.finish(&g3.lease.id, 2).unwrap();
@@ -572,11 +720,14 @@ mod tests {
     fn expired_leases_are_requeued_and_stale_ones_refused() {
         let mut s = scheduler();
         s.plan(&[sig("KRvK")], |_| false);
-        let g = s.lease("w1", 0).0.unwrap();
+        let g = s.lease("w1", None, 0).0.unwrap();
         assert!(s.heartbeat(&g.lease.id, 0.5, 900).is_ok());
         // Renewed at 900: still valid at 1800, expired at 1900.
         assert!(s.check_upload(&g.lease.id, &job("KRvK"), 1800).is_ok());
-        let g2 = s.lease("w2", 1900).0.expect("expired job is leased again");
+        let g2 = s
+            .lease("w2", None, 1900)
+            .0
+            .expect("expired job is leased again");
         assert_eq!(g2.attempt, 2);
         assert_eq!(
             s.check_upload(&g.lease.id, &job("KRvK"), 1900),
@@ -610,11 +761,11 @@ mod tests {
         let mut s = scheduler();
         let (records, _) = s.plan(&[sig("KRvK"), sig("KNvK")], |x| *x == sig("KNvK"));
         assert_eq!(s.job(&job("KNvK")).unwrap().state, JobState::Finished);
-        let g = s.lease("w1", 0).0.unwrap();
+        let g = s.lease("w1", None, 0).0.unwrap();
         s.fail(&g.lease.id, "disk full").unwrap();
         assert_eq!(s.job(&job("KRvK")).unwrap().state, JobState::Ready);
         // Restart from the persisted records: the lease granted now survives the restart.
-        let g = s.lease("w1", 0).0.unwrap();
+        let g = s.lease("w1", None, 0).0.unwrap();
         let persisted: Vec<JobRecord> = s.jobs().cloned().collect();
         assert!(!records.is_empty());
         let mut s2 = Scheduler::new(
@@ -629,5 +780,108 @@ mod tests {
         assert_eq!(s2.job(&job("KNvK")).unwrap().state, JobState::Finished);
         s2.fail(&g.lease.id, "again").unwrap();
         assert_eq!(s2.job(&job("KRvK")).unwrap().state, JobState::Failed);
+    }
+
+    #[test]
+    fn a_job_goes_only_to_a_worker_that_can_hold_it() {
+        let mut s = scheduler();
+        s.plan(&[sig("KRvKR")], |_| false);
+        let need = |s: &Scheduler, t: &str| s.cost(&job(t)).unwrap().solve_bytes;
+        // Enough memory for the dependencies, not for KRvKR itself.
+        let small = need(&s, "KRvK");
+        assert!(small < need(&s, "KRvKR"));
+        let g = s.lease("small", Some(small), 0).0.unwrap();
+        assert_eq!(g.key, job("KRvK"));
+        s.finish(&g.lease.id, 1).unwrap();
+        assert_eq!(s.job(&job("KRvKR")).unwrap().state, JobState::Ready);
+        assert!(
+            s.lease("small", Some(small), 2).0.is_none(),
+            "KRvKR does not fit the small worker"
+        );
+        assert!(s.lease("tiny", Some(1), 2).0.is_none());
+        let g = s.lease("big", Some(need(&s, "KRvKR")), 2).0.unwrap();
+        assert_eq!(g.key, job("KRvKR"));
+    }
+
+    #[test]
+    fn the_longest_remaining_path_is_leased_first() {
+        let mut s = scheduler();
+        // KRNvK's closure, whose longest path runs through KRvK and KNvK into KRNvK, and KCvK
+        // on its own: KCvK is as big as KRvK but nothing waits for it.
+        s.plan(&[sig("KCvK"), sig("KRNvK")], |_| false);
+        let path = |t: &str| s.path_seconds(&job(t)).unwrap();
+        let own = |t: &str| s.cost(&job(t)).unwrap().cpu_seconds;
+        assert_eq!(path("KRNvK"), own("KRNvK"));
+        assert_eq!(path("KRvK"), own("KRvK") + own("KRNvK"));
+        assert_eq!(path("KCvK"), own("KCvK"));
+        let first = s.lease("w1", None, 0).0.unwrap().key;
+        let second = s.lease("w2", None, 0).0.unwrap().key;
+        let third = s.lease("w3", None, 0).0.unwrap().key;
+        // In plan order KCvK (3 pieces, "KCvK" < "KNvK") would come first.
+        assert_eq!(third, job("KCvK"), "{first} {second} {third}");
+    }
+
+    /// The indexes kept up to date by each operation equal those rebuilt from the records.
+    fn assert_indexes_match_records(s: &Scheduler) {
+        let records: Vec<JobRecord> = s.jobs().cloned().collect();
+        let rebuilt = Scheduler::new(s.config, records, "r".into());
+        assert_eq!(s.ready, rebuilt.ready);
+        assert_eq!(s.unfinished, rebuilt.unfinished);
+        assert_eq!(s.leases, rebuilt.leases);
+        assert_eq!(s.open, rebuilt.open);
+        for j in s.jobs() {
+            if j.state == JobState::Waiting {
+                assert!(!s.dependencies_done(&j.key), "{} could be ready", j.key);
+            }
+        }
+    }
+
+    #[test]
+    fn random_operations_keep_the_indexes_consistent() {
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for round in 0..20 {
+            let mut s = scheduler();
+            let roots = ["KRNvKR", "KCvKC", "KRvKN", "KNPvK"];
+            let pick = roots[round % roots.len()];
+            let stored: Vec<TableId> = sig(pick)
+                .signature
+                .closure()
+                .into_iter()
+                .filter(|t| t.name() != pick && next(5) == 0)
+                .map(|t| TableId::new(RuleSet::CyclesAreDraws, t))
+                .collect();
+            s.plan(&[sig(pick)], |t| stored.contains(t));
+            let mut now = 0;
+            let mut held: Vec<String> = Vec::new();
+            for _ in 0..200 {
+                now += next(700);
+                match next(4) {
+                    0 | 1 => {
+                        let memory = [None, Some(1 << 30), Some(50 << 20)][next(3) as usize];
+                        if let (Some(g), _) = s.lease("w", memory, now) {
+                            held.push(g.lease.id);
+                        }
+                    }
+                    2 if !held.is_empty() => {
+                        let id = held.swap_remove(next(held.len() as u64) as usize);
+                        let _ = s.finish(&id, now);
+                    }
+                    3 if !held.is_empty() => {
+                        let id = held.swap_remove(next(held.len() as u64) as usize);
+                        let _ = s.fail(&id, "test");
+                    }
+                    _ => {
+                        s.expire(now);
+                    }
+                }
+                assert_indexes_match_records(&s);
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! - [`TableId`], [`SlotRange`], [`JobKey`]: names of tables, ranges of slots and jobs.
 //! - [`TableCounts`]: the counts of a table's positions by value.
 //! - [`count`]: the exact number of placements of any material.
+//! - [`JobCost`]: a job's memory, stored size and CPU time, estimated from its size.
 //!
 //! Pure: no I/O, no async, no storage format. It depends only on the rules crate (`xiangqi`);
 //! everything else in the workspace depends on it.
@@ -30,6 +31,7 @@
 
 #![warn(missing_docs)]
 
+mod cost;
 pub mod count;
 mod counts;
 mod index;
@@ -39,6 +41,7 @@ mod signature;
 mod table;
 mod value;
 
+pub use cost::{BASE_BYTES, JobCost, TABLE_BYTES_PER_ENTRY};
 pub use counts::{SideCounts, TableCounts};
 pub use index::{MAX_PIECES, Shifts, SlotError, TableIndex};
 pub use key::{JobKey, SlotRange, TableId};

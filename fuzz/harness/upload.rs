@@ -75,7 +75,7 @@ fn open() -> Coordinator {
     };
     let app = App::open(store, Access::default(), config, super::fixtures::RULES).expect("app");
     app.submit(&[target]).expect("submit");
-    let worker = app.register("fuzz", 1, "fuzz").worker_id;
+    let worker = app.register("fuzz", 1, None, "fuzz").worker_id;
     Coordinator {
         app,
         worker,
@@ -97,7 +97,7 @@ pub fn run(data: &[u8]) {
         Some(g) => g,
         None => {
             // A worker whose upload failed the sample check is quarantined: a new one comes.
-            c.worker = c.app.register("fuzz", 1, "fuzz").worker_id;
+            c.worker = c.app.register("fuzz", 1, None, "fuzz").worker_id;
             match c.app.lease(&c.worker).expect("lease").grant {
                 Some(g) => g,
                 // Only after a failed run (the replay test goes on after a failure).

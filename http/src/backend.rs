@@ -328,6 +328,8 @@ struct JobJson {
     worker: Option<String>,
     progress: f64,
     last_error: Option<String>,
+    memory_bytes: u64,
+    unholdable: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -335,6 +337,7 @@ struct WorkerJson {
     worker_id: String,
     name: String,
     threads: u32,
+    memory_bytes: Option<u64>,
     current_job: Option<String>,
     progress: f64,
     phase: String,
@@ -412,6 +415,8 @@ impl Backend for CoordinatorBackend {
                         j.progress
                     },
                     last_error: j.last_error.clone(),
+                    memory_bytes: j.memory_bytes,
+                    unholdable: j.unholdable.clone(),
                 })
                 .collect(),
             workers: s
@@ -421,6 +426,7 @@ impl Backend for CoordinatorBackend {
                     worker_id: w.worker_id.clone(),
                     name: w.name.clone(),
                     threads: w.threads,
+                    memory_bytes: w.memory_bytes,
                     current_job: w.current_job.map(|k| k.to_string()),
                     progress: w.progress,
                     phase: w.phase.clone(),

@@ -9,6 +9,10 @@
 
 #![warn(missing_docs)]
 
+mod memory;
+
+pub use memory::available_memory_bytes;
+
 use anyhow::{Context, Result, anyhow};
 use proto::v1::jobs_client::JobsClient;
 use proto::v1::*;
@@ -70,6 +74,9 @@ pub struct WorkerConfig {
     pub name: String,
     /// Solver threads.
     pub threads: usize,
+    /// Memory it can give one job, in bytes (0: not said); the coordinator leases only jobs
+    /// whose estimated memory fits.
+    pub memory_bytes: u64,
     /// Directory of the cache of dependency tables.
     pub cache: PathBuf,
     /// Cluster token, sent as `authorization: Bearer ...`.
@@ -217,7 +224,7 @@ async fn session(
         .register(RegisterRequest {
             name: config.name.clone(),
             threads: config.threads as u32,
-            memory_bytes: 0,
+            memory_bytes: config.memory_bytes,
             version: env!("CARGO_PKG_VERSION").into(),
         })
         .await?

@@ -1,0 +1,265 @@
+//! A run of a plan, simulated: the real [`Scheduler`] leases the jobs to simulated workers, and
+//! each job takes the time its [`JobCost`] estimates. `xqtb plan --workers` prints the result,
+//! so a prediction and a real run go through the same leasing policy (dependencies first, only
+//! to workers that can hold the job, the longest remaining path first).
+
+use crate::scheduler::{JobState, Scheduler, SchedulerConfig};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use xqtb_core::{JobCost, JobKey, TableId};
+
+/// One simulated worker.
+#[derive(Clone, Debug)]
+pub struct SimWorker {
+    /// Name, as it would register.
+    pub name: String,
+    /// Solver threads.
+    pub threads: u32,
+    /// Memory it can give one job (`None`: any job).
+    pub memory_bytes: Option<u64>,
+}
+
+/// One job as the simulation ran it.
+#[derive(Clone, Debug)]
+pub struct SimulatedJob {
+    /// The job.
+    pub key: JobKey,
+    /// Index of the worker that ran it.
+    pub worker: usize,
+    /// Seconds from the start of the run when it was leased.
+    pub start_s: f64,
+    /// Seconds from the start when it was committed.
+    pub end_s: f64,
+    /// Seconds it was ready (its dependencies done) before a worker took it.
+    pub waited_s: f64,
+}
+
+/// The outcome of a simulated run.
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    /// Every job that ran, in the order they started.
+    pub jobs: Vec<SimulatedJob>,
+    /// Seconds until the last job was committed.
+    pub makespan_s: f64,
+    /// The chain of jobs that ends with the last one committed, first job first: each job's
+    /// predecessor is its dependency committed last (indexes into `jobs`).
+    pub critical_path: Vec<usize>,
+    /// Jobs no worker could hold (they and the jobs waiting for them never ran).
+    pub never_ran: Vec<JobKey>,
+    /// Share of the workers' thread time spent on jobs (0..1).
+    pub utilisation: f64,
+}
+
+/// Fraction of a job that does not speed up with threads (Amdahl's law). Measured only at two
+/// threads, on the reference machine alone (BENCHMARKS.md, "Cost model"): wall time was 0.53 to
+/// 0.55 of the CPU time for the large tables, which is `f + (1 - f) / 2` for `f` = 0.06 to
+/// 0.10. Beyond two threads the law is an assumption, stated wherever a prediction is quoted.
+pub const SERIAL_FRACTION: f64 = 0.08;
+
+/// Wall seconds of a job costing `cpu_seconds` on `threads` threads.
+pub fn wall_seconds(cpu_seconds: f64, threads: u32) -> f64 {
+    let t = threads.max(1) as f64;
+    cpu_seconds * (SERIAL_FRACTION + (1.0 - SERIAL_FRACTION) / t)
+}
+
+/// Simulates solving `targets` and their closure with `workers`, every table missing at the
+/// start.
+pub fn simulate(targets: &[TableId], workers: &[SimWorker]) -> Simulation {
+    let config = SchedulerConfig {
+        // No worker dies in a simulation: leases never expire, jobs never fail.
+        lease_ttl_ms: 1 << 60,
+        max_attempts: 1,
+    };
+    let mut s = Scheduler::new(config, Vec::new(), "sim".into());
+    s.plan(targets, |_| false);
+    // Jobs became ready at: the plan's start, or the commit of their last dependency.
+    let mut ready_at: BTreeMap<JobKey, f64> = BTreeMap::new();
+    let mut jobs: Vec<SimulatedJob> = Vec::new();
+    let mut index_of: BTreeMap<JobKey, usize> = BTreeMap::new();
+    let mut running: BinaryHeap<Reverse<(u64, usize, String, usize)>> = BinaryHeap::new();
+    // Idle workers, the largest memory first: once one gets nothing, no smaller one can.
+    let mut idle: Vec<usize> = (0..workers.len()).collect();
+    idle.sort_by_key(|&w| Reverse(workers[w].memory_bytes.unwrap_or(u64::MAX)));
+    let mut now_ms = 0u64;
+    let mut busy_thread_s = 0.0;
+    for j in s.jobs() {
+        if j.state == JobState::Ready {
+            ready_at.insert(j.key, 0.0);
+        }
+    }
+    // Commits a job; the jobs it readies became ready now.
+    fn finish(s: &mut Scheduler, ready_at: &mut BTreeMap<JobKey, f64>, lease: &str, now_ms: u64) {
+        for r in s.finish(lease, now_ms).expect("simulated lease is current") {
+            if r.state == JobState::Ready {
+                ready_at.insert(r.key, now_ms as f64 / 1e3);
+            }
+        }
+    }
+    loop {
+        let mut still_idle = Vec::new();
+        let mut granting = true;
+        for &w in &idle {
+            let grant = if granting {
+                s.lease(&workers[w].name, workers[w].memory_bytes, now_ms).0
+            } else {
+                None
+            };
+            let Some(g) = grant else {
+                granting = false;
+                still_idle.push(w);
+                continue;
+            };
+            let cost = s
+                .cost(&g.key)
+                .copied()
+                .unwrap_or_else(|| JobCost::of(&g.key));
+            let secs = wall_seconds(cost.cpu_seconds, workers[w].threads);
+            let end_ms = now_ms + (secs * 1e3).ceil().max(1.0) as u64;
+            busy_thread_s += secs * workers[w].threads as f64;
+            let start_s = now_ms as f64 / 1e3;
+            index_of.insert(g.key, jobs.len());
+            jobs.push(SimulatedJob {
+                key: g.key,
+                worker: w,
+                start_s,
+                end_s: end_ms as f64 / 1e3,
+                waited_s: start_s - ready_at.get(&g.key).copied().unwrap_or(start_s),
+            });
+            running.push(Reverse((end_ms, w, g.lease.id, jobs.len() - 1)));
+        }
+        idle = still_idle;
+        let Some(Reverse((end_ms, w, lease, _))) = running.pop() else {
+            break;
+        };
+        now_ms = end_ms;
+        finish(&mut s, &mut ready_at, &lease, now_ms);
+        idle.push(w);
+        while let Some(Reverse((e, _, _, _))) = running.peek() {
+            if *e != now_ms {
+                break;
+            }
+            let Reverse((_, w, lease, _)) = running.pop().expect("peeked");
+            finish(&mut s, &mut ready_at, &lease, now_ms);
+            idle.push(w);
+        }
+        idle.sort_by_key(|&w| Reverse(workers[w].memory_bytes.unwrap_or(u64::MAX)));
+    }
+    let makespan_s = jobs.iter().map(|j| j.end_s).fold(0.0, f64::max);
+    let never_ran = s
+        .jobs()
+        .filter(|j| !index_of.contains_key(&j.key))
+        .map(|j| j.key)
+        .collect();
+    let thread_s: f64 = workers.iter().map(|w| w.threads as f64).sum::<f64>() * makespan_s;
+    Simulation {
+        critical_path: critical_path(&jobs, &index_of),
+        utilisation: if thread_s > 0.0 {
+            busy_thread_s / thread_s
+        } else {
+            0.0
+        },
+        jobs,
+        makespan_s,
+        never_ran,
+    }
+}
+
+/// From the job committed last back to a job with no dependency, each step to the dependency
+/// committed last.
+fn critical_path(jobs: &[SimulatedJob], index_of: &BTreeMap<JobKey, usize>) -> Vec<usize> {
+    let Some(mut at) = (0..jobs.len()).max_by(|&a, &b| jobs[a].end_s.total_cmp(&jobs[b].end_s))
+    else {
+        return Vec::new();
+    };
+    let mut path = vec![at];
+    loop {
+        let before = jobs[at]
+            .key
+            .table
+            .dependencies()
+            .iter()
+            .flat_map(|d| {
+                index_of
+                    .iter()
+                    .filter(move |(k, _)| k.table == *d)
+                    .map(|(_, i)| *i)
+            })
+            .max_by(|&a, &b| jobs[a].end_s.total_cmp(&jobs[b].end_s));
+        match before {
+            Some(b) => {
+                path.push(b);
+                at = b;
+            }
+            None => break,
+        }
+    }
+    path.reverse();
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xqtb_core::RuleSet;
+
+    fn table(s: &str) -> TableId {
+        TableId::new(RuleSet::Asian, s.parse().unwrap())
+    }
+
+    fn workers(n: usize, threads: u32, memory: Option<u64>) -> Vec<SimWorker> {
+        (0..n)
+            .map(|i| SimWorker {
+                name: format!("w{i}"),
+                threads,
+                memory_bytes: memory,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_worker_runs_every_job_back_to_back() {
+        let sim = simulate(&[table("KRNvKR")], &workers(1, 2, None));
+        let closure = table("KRNvKR").signature.closure();
+        assert_eq!(sim.jobs.len(), closure.len());
+        let total: f64 = sim.jobs.iter().map(|j| j.end_s - j.start_s).sum();
+        assert!((sim.makespan_s - total).abs() < 0.01 * closure.len() as f64);
+        // Every job starts after its dependencies end.
+        for j in &sim.jobs {
+            for d in j.key.table.dependencies() {
+                let dep = sim.jobs.iter().find(|x| x.key.table == d).unwrap();
+                assert!(dep.end_s <= j.start_s, "{} before {}", j.key, dep.key);
+            }
+        }
+        let last = &sim.jobs[*sim.critical_path.last().unwrap()];
+        assert_eq!(last.key.table, table("KRNvKR"));
+        assert!(sim.never_ran.is_empty());
+        assert!(sim.utilisation > 0.99);
+    }
+
+    #[test]
+    fn more_workers_finish_sooner_but_not_before_the_longest_chain() {
+        let targets = [table("KRNvKR"), table("KRCvKR"), table("KCPvKR")];
+        let one = simulate(&targets, &workers(1, 1, None));
+        let many = simulate(&targets, &workers(50, 1, None));
+        assert!(many.makespan_s < one.makespan_s / 2.0);
+        let chain: f64 = many
+            .critical_path
+            .iter()
+            .map(|&i| many.jobs[i].end_s - many.jobs[i].start_s)
+            .sum();
+        assert!(many.makespan_s + 1e-3 >= chain);
+        // With workers to spare nothing waits for one.
+        assert!(many.jobs.iter().all(|j| j.waited_s < 1e-9));
+    }
+
+    #[test]
+    fn jobs_too_large_for_every_worker_never_run() {
+        let big = JobCost::of(&JobKey::whole(table("KRNvKR"))).solve_bytes;
+        let sim = simulate(&[table("KRNvKR")], &workers(2, 1, Some(big - 1)));
+        assert_eq!(sim.never_ran, vec![JobKey::whole(table("KRNvKR"))]);
+        assert_eq!(
+            sim.jobs.len(),
+            table("KRNvKR").signature.closure().len() - 1
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! What a job costs a worker, estimated from its size alone: the memory it holds while solving,
+//! the bytes its table takes once stored, and its CPU time. The scheduler leases a job only to a
+//! worker that can hold it and orders ready jobs by the CPU time left on their longest path;
+//! `xqtb plan` prints these estimates and simulates a run with them.
+//!
+//! The rates are measured (BENCHMARKS.md, "Cost model": per table the commands, the measured
+//! peaks, CPU times and stored sizes, and this model's predictions next to them), not derived:
+//! they move when the solver does, and that section says how to measure them again.
+//!
+//! - Memory: `BASE_BYTES + 2 × entries + overhead(rules) × entries + 2.2 × dependency entries`.
+//!   Two bytes per entry are the table being solved; the overhead is the rule phase's and the
+//!   verifier's bookkeeping at their peak (asian), or the encoded blocks and the store's page
+//!   cache at the end (cycles-are-draws); a dependency costs its two-byte codes and a little of
+//!   the store's cache. Fitted to be at or above every measured peak, by at most 20% for the
+//!   tables of more than 12 M entries (smaller ones are dominated by the base): the scheduler
+//!   refuses a worker whose memory is below the estimate, so too low an estimate is an
+//!   out-of-memory kill and too high a slightly idle worker.
+//! - CPU: `rate(rules, sides) × pieces × entries`, kings counted in the pieces; CPU seconds of a
+//!   worker that has its cores to itself (on a loaded machine fewer are measured: rayon's idle
+//!   threads spin less). Under asian rules a table whose weaker side has an attacking piece
+//!   costs more than one whose weaker side has only defenders: only the former has positions
+//!   the repetition rules decide (perpetual checks and chases need an attacker), and deciding
+//!   them is most of the rule phase.
+//! - Stored bytes: a rate per entry, rule set and the same split, the mean of the measured
+//!   tables weighted by their entries. Single tables vary by a factor of two or more around it
+//!   either way; totals over many tables are what it is for.
+//!
+//! Measured on tables of up to 262 M entries and 8 pieces; larger tables are extrapolated.
+
+use crate::key::JobKey;
+use crate::rules::RuleSet;
+use xiangqi::Color;
+
+/// Bytes a worker holds besides the job's tables: the binary, its threads and allocator arenas,
+/// the local cache store and the encoder (a worker after small jobs: 15.1 MB; `xqtb solve` of a
+/// table of a few hundred thousand entries: 11.7–13.3 MB).
+pub const BASE_BYTES: u64 = 16_000_000;
+
+/// Bytes per entry of a table held in memory: one two-byte code per slot and side to move, for
+/// the job's own table while it is solved and for each dependency loaded to value captures.
+pub const TABLE_BYTES_PER_ENTRY: f64 = 2.0;
+
+/// Bytes per dependency entry on top of its code: its blocks in the store's page cache and
+/// while they are decoded (KRNvKABB against KRNvKR, the same size: 32.7 M more dependency
+/// entries, 75 MB more at the peak).
+const DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY: f64 = 0.2;
+
+/// What one job costs, as estimated before it runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JobCost {
+    /// Index slots the job solves (per side to move).
+    pub slots: u64,
+    /// Entries the job solves (slots times both sides to move).
+    pub entries: u64,
+    /// Entries of the dependency tables the worker loads to value captures.
+    pub dependency_entries: u64,
+    /// Peak bytes the worker holds while solving, verifying and uploading the job.
+    pub solve_bytes: u64,
+    /// Bytes the job's part of its table takes compressed in the store and in a shard file.
+    pub stored_bytes: u64,
+    /// CPU seconds to solve, verify and encode it (divide by threads for wall time).
+    pub cpu_seconds: f64,
+}
+
+/// Measured rates of one rule set.
+struct Rates {
+    /// Bytes per solved entry on top of its code at the job's peak.
+    overhead_bytes_per_entry: f64,
+    /// Compressed bytes per entry in the store.
+    stored_bytes_per_entry: BySides,
+    /// CPU nanoseconds per entry and piece, kings included.
+    cpu_ns_per_entry_piece: BySides,
+}
+
+/// A rate by whether only the stronger side has attacking pieces (R N C P) or both sides have
+/// some.
+struct BySides {
+    one: f64,
+    both: f64,
+}
+
+/// The fitted rates: BENCHMARKS.md, "Cost model", lists the tables they were fitted on and how
+/// far each prediction is from its measurement.
+fn rates(rules: RuleSet) -> Rates {
+    match rules {
+        RuleSet::CyclesAreDraws => Rates {
+            overhead_bytes_per_entry: 0.15,
+            stored_bytes_per_entry: BySides {
+                one: 0.107,
+                both: 0.070,
+            },
+            cpu_ns_per_entry_piece: BySides {
+                one: 147.0,
+                both: 136.0,
+            },
+        },
+        RuleSet::Asian => Rates {
+            overhead_bytes_per_entry: 0.8,
+            // With no attacker on the weaker side the rules decide nothing: the same table.
+            stored_bytes_per_entry: BySides {
+                one: 0.107,
+                both: 0.186,
+            },
+            cpu_ns_per_entry_piece: BySides {
+                one: 149.0,
+                both: 336.0,
+            },
+        },
+    }
+}
+
+impl JobCost {
+    /// The estimated cost of `key`.
+    pub fn of(key: &JobKey) -> JobCost {
+        let r = rates(key.table.rules);
+        let entries = key.entries();
+        let dependency_entries: u64 = key
+            .table
+            .dependencies()
+            .iter()
+            .map(|d| 2 * crate::TableIndex::size_of(&d.signature))
+            .sum();
+        let held = (TABLE_BYTES_PER_ENTRY + r.overhead_bytes_per_entry) * entries as f64
+            + (TABLE_BYTES_PER_ENTRY + DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY)
+                * dependency_entries as f64;
+        let material = key.table.signature.material();
+        let pieces = material.piece_count() as f64;
+        // The canonical table gives the stronger side to Red.
+        let by_sides = |rate: &BySides| {
+            if material.attackers(Color::Black) > 0 {
+                rate.both
+            } else {
+                rate.one
+            }
+        };
+        JobCost {
+            slots: key.slots.len(),
+            entries,
+            dependency_entries,
+            solve_bytes: BASE_BYTES + held.ceil() as u64,
+            stored_bytes: (by_sides(&r.stored_bytes_per_entry) * entries as f64).ceil() as u64,
+            cpu_seconds: by_sides(&r.cpu_ns_per_entry_piece) * pieces * entries as f64 * 1e-9,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Limits, Signature, TableId};
+
+    fn cost(sig: &str, rules: RuleSet) -> JobCost {
+        let sig: Signature = sig.parse().unwrap();
+        JobCost::of(&JobKey::whole(TableId::new(rules, sig)))
+    }
+
+    /// Measurements of BENCHMARKS.md's "Cost model" (`xqtb solve` of one table, its
+    /// dependencies stored, 2 threads): the lowest and highest peak RSS of the runs in bytes, and
+    /// the median CPU seconds on the otherwise idle machine.
+    const MEASURED: [(&str, RuleSet, u64, u64, f64); 8] = [
+        (
+            "KRNvKR",
+            RuleSet::CyclesAreDraws,
+            139_440_000,
+            139_920_000,
+            44.68,
+        ),
+        (
+            "KRNvKAABB",
+            RuleSet::CyclesAreDraws,
+            444_210_000,
+            444_620_000,
+            122.60,
+        ),
+        (
+            "KRNvKRA",
+            RuleSet::CyclesAreDraws,
+            703_860_000,
+            710_060_000,
+            214.46,
+        ),
+        ("KRPvKR", RuleSet::Asian, 105_880_000, 106_260_000, 60.77),
+        ("KRNvKR", RuleSet::Asian, 177_720_000, 178_600_000, 88.38),
+        ("KRNvKABB", RuleSet::Asian, 215_860_000, 218_750_000, 61.89),
+        (
+            "KRNvKAABB",
+            RuleSet::Asian,
+            443_760_000,
+            455_590_000,
+            120.74,
+        ),
+        ("KRNvKRA", RuleSet::Asian, 848_170_000, 875_460_000, 561.17),
+    ];
+
+    #[test]
+    fn memory_estimates_cover_the_measured_peaks_by_at_most_a_fifth() {
+        for (sig, rules, low, high, _) in MEASURED {
+            let need = cost(sig, rules).solve_bytes;
+            // At or above every run (a worker below the estimate is never sent the job, so an
+            // estimate under a real peak is an out-of-memory kill), and not wastefully above.
+            assert!(need >= high, "{sig} {rules}: {need} < measured {high}");
+            assert!(
+                (need as f64) <= 1.2 * low as f64,
+                "{sig} {rules}: {need} more than 20% over measured {low}"
+            );
+        }
+    }
+
+    #[test]
+    fn cpu_estimates_of_the_large_tables_are_within_fifteen_percent() {
+        for (sig, rules, _, _, cpu) in MEASURED {
+            let est = cost(sig, rules).cpu_seconds;
+            assert!(
+                (est / cpu - 1.0).abs() <= 0.15,
+                "{sig} {rules}: estimated {est:.1} s, measured {cpu} s"
+            );
+        }
+    }
+
+    #[test]
+    fn stored_estimates_add_up_over_the_measured_tables() {
+        // Stored bytes measured (identical in every run), tables of 10 M entries or more.
+        let measured: [(&str, u64, u64); 8] = [
+            ("KRvKPP", 756_134, 788_671),
+            ("KRAvKRA", 556_882, 606_534),
+            ("KRNvKAB", 1_517_281, 1_517_281),
+            ("KRPvKR", 1_614_565, 4_419_385),
+            ("KRNvKABB", 5_706_205, 5_706_205),
+            ("KRNvKR", 4_453_216, 10_077_223),
+            ("KRNvKAABB", 12_323_895, 12_323_895),
+            ("KRNvKRA", 19_276_561, 55_592_066),
+        ];
+        for (i, rules) in [RuleSet::CyclesAreDraws, RuleSet::Asian]
+            .into_iter()
+            .enumerate()
+        {
+            let pick = |m: &(&str, u64, u64)| if i == 0 { m.1 } else { m.2 };
+            let est: u64 = measured.iter().map(|m| cost(m.0, rules).stored_bytes).sum();
+            let real: u64 = measured.iter().map(pick).sum();
+            let ratio = est as f64 / real as f64;
+            assert!((0.85..=1.15).contains(&ratio), "{rules}: {est} for {real}");
+        }
+    }
+
+    #[test]
+    fn costs_grow_with_the_table_and_the_rules() {
+        let small = cost("KRvK", RuleSet::Asian);
+        let big = cost("KRNvKR", RuleSet::Asian);
+        assert_eq!(big.entries, 59_058_000);
+        assert_eq!(big.dependency_entries, 3 * 657_000);
+        assert!(big.cpu_seconds > 100.0 * small.cpu_seconds);
+        // A table with no dependency loads none.
+        assert_eq!(small.dependency_entries, 0);
+        // Every table costs at least as much as each table its captures lead into, and at least
+        // as much under asian rules as when cycles are draws.
+        let limits = Limits {
+            attackers_per_side: 2,
+            total_attackers: 2,
+            pawns_per_side: 2,
+            defenders_per_side: 4,
+        };
+        let sigs: Vec<Signature> = Signature::enumerate(&limits)
+            .into_iter()
+            .filter(|s| s.material().piece_count() <= 7)
+            .collect();
+        assert!(sigs.len() > 300, "{}", sigs.len());
+        for s in sigs {
+            let of = |rules, s| JobCost::of(&JobKey::whole(TableId::new(rules, s)));
+            for rules in RuleSet::ALL {
+                let c = of(rules, s);
+                assert!(c.solve_bytes > BASE_BYTES + 2 * (c.entries + c.dependency_entries));
+                for d in s.capture_targets() {
+                    let dc = of(rules, d);
+                    assert!(dc.solve_bytes < c.solve_bytes, "{d} {s} {rules}");
+                    assert!(dc.cpu_seconds < c.cpu_seconds, "{d} {s} {rules}");
+                }
+            }
+            let (cad, asian) = (of(RuleSet::CyclesAreDraws, s), of(RuleSet::Asian, s));
+            assert!(cad.solve_bytes < asian.solve_bytes, "{s}");
+            assert!(cad.cpu_seconds < asian.cpu_seconds, "{s}");
+            assert!(cad.stored_bytes <= asian.stored_bytes, "{s}");
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! `xqtb plan` lists the closure `info` names, in the same order, with costs whose totals are
+//! the sums of the rows; it answers in seconds for the whole two-attacker set, whose size follows
+//! from counting; bad input is refused the way the other commands refuse it.
+
+mod common;
+
+use common::{BIN, xqtb};
+use serde_json::Value as Json;
+use std::process::Command;
+use std::time::Instant;
+
+fn plan_json(args: &[&str]) -> Json {
+    let mut all = vec!["plan", "--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&xqtb(&all, "")).expect("plan --json prints one JSON object")
+}
+
+fn names(plan: &Json) -> Vec<String> {
+    plan["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["signature"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn u(v: &Json) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// The totals are the sums of the rows (the largest solve bytes their maximum), every job comes
+/// after the jobs it depends on, and each job's dependency entries are its dependencies' entries.
+fn check_consistent(plan: &Json) {
+    let jobs = plan["jobs"].as_array().unwrap();
+    let t = &plan["totals"];
+    assert_eq!(u(&t["jobs"]), jobs.len() as u64);
+    for field in ["slots", "entries", "dependency_entries", "stored_bytes"] {
+        let sum: u64 = jobs.iter().map(|j| u(&j[field])).sum();
+        assert_eq!(u(&t[field]), sum, "{field}");
+    }
+    let cpu: f64 = jobs
+        .iter()
+        .map(|j| j["cpu_seconds"].as_f64().unwrap())
+        .sum();
+    let total_cpu = t["cpu_seconds"].as_f64().unwrap();
+    assert!(
+        (cpu - total_cpu).abs() <= 1e-9 * cpu.max(1.0),
+        "{cpu} {total_cpu}"
+    );
+    let max = jobs.iter().map(|j| u(&j["solve_bytes"])).max().unwrap_or(0);
+    assert_eq!(u(&t["max_solve_bytes"]), max);
+    let mut entries = std::collections::HashMap::new();
+    for j in jobs {
+        assert_eq!(u(&j["entries"]), 2 * u(&j["slots"]), "{j}");
+        assert!(u(&j["solve_bytes"]) > 2 * u(&j["entries"]), "{j}");
+        assert!(j["cpu_seconds"].as_f64().unwrap() > 0.0, "{j}");
+        let deps = j["dependencies"].as_array().unwrap();
+        let dep_entries: u64 = deps
+            .iter()
+            .map(|d| {
+                let d = d.as_str().unwrap();
+                *entries
+                    .get(d)
+                    .unwrap_or_else(|| panic!("{d} is listed after {}", j["signature"]))
+            })
+            .sum();
+        assert_eq!(u(&j["dependency_entries"]), dep_entries, "{j}");
+        assert_eq!(j["rules"], plan["rules"]);
+        entries.insert(
+            j["signature"].as_str().unwrap().to_string(),
+            u(&j["entries"]),
+        );
+    }
+    if let Some(job) = t["max_solve_job"].as_str() {
+        let biggest = jobs.iter().find(|j| j["signature"] == job).unwrap();
+        assert_eq!(biggest["solve_bytes"], t["max_solve_bytes"]);
+    }
+}
+
+#[test]
+fn the_plan_of_a_closure_is_the_closure_info_prints() {
+    let info = xqtb(&["info", "krnkr", "--data", "/nonexistent/xqtb-data"], "");
+    let closure: Vec<String> = info
+        .lines()
+        .find_map(|l| l.strip_prefix("closure (6 tables, dependencies first): "))
+        .unwrap_or_else(|| panic!("{info}"))
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let plan = plan_json(&["krnkr"]);
+    assert_eq!(names(&plan), closure);
+    // The project's default rule set, as `solve` and `generate` use it.
+    assert_eq!(plan["rules"], "asian");
+    check_consistent(&plan);
+    let krnkr = &plan["jobs"][5];
+    assert_eq!(u(&krnkr["slots"]), 29_529_000);
+    assert_eq!(
+        krnkr["dependencies"],
+        serde_json::json!(["KRNvK", "KRvKN", "KRvKR"])
+    );
+    assert_eq!(plan["totals"]["max_solve_job"], "KRNvKR");
+
+    // The other rule set costs less CPU and memory for the same jobs.
+    let cad = plan_json(&["KRNvKR", "--rules", "cycles-are-draws"]);
+    assert_eq!(names(&cad), closure);
+    check_consistent(&cad);
+    let total = |p: &Json, f: &str| p["totals"][f].as_f64().unwrap();
+    assert!(total(&cad, "cpu_seconds") < total(&plan, "cpu_seconds"));
+    assert!(total(&cad, "max_solve_bytes") < total(&plan, "max_solve_bytes"));
+
+    // The human table lists the same jobs in the same order, then the totals.
+    let text = xqtb(&["plan", "KRNvKR"], "");
+    let listed: Vec<String> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(listed, closure, "{text}");
+    assert!(text.contains("total: 6 jobs"), "{text}");
+    assert!(text.contains("largest job: KRNvKR, about "), "{text}");
+
+    // Several roots: the union of their closures, each table once.
+    let two = plan_json(&["KRNvKR", "KRvKR", "KCvK"]);
+    let mut want = closure.clone();
+    want.insert(0, "KCvK".into());
+    assert_eq!(names(&two), want);
+
+    // `info` prints the estimate the plan lists.
+    let estimate = info
+        .lines()
+        .find(|l| l.starts_with("to solve under asian: about "))
+        .unwrap_or_else(|| panic!("{info}"));
+    let krnkr_row = text.lines().find(|l| l.contains(" KRNvKR ")).unwrap();
+    let memory = estimate
+        .strip_prefix("to solve under asian: about ")
+        .unwrap()
+        .split(" of memory")
+        .next()
+        .unwrap();
+    assert!(krnkr_row.contains(memory), "{estimate} / {krnkr_row}");
+}
+
+#[test]
+fn every_two_attacker_endgame_is_planned_in_seconds() {
+    let started = Instant::now();
+    let plan = plan_json(&["--attackers", "2"]);
+    let secs = started.elapsed().as_secs_f64();
+    // "In seconds" on a developer's machine; the bound leaves room for a loaded test machine.
+    assert!(secs < 60.0, "plan --attackers 2 took {secs:.1} s");
+    // One attacker (4 kinds) with any defenders on each side (3 x 3 advisor and elephant counts
+    // a side, 9 x 9): 324; two attackers on the same side (10 pairs of kinds): 810; one each
+    // (unordered pairs of the 36 sides of one attacker and defenders, with repetition): 666.
+    assert_eq!(names(&plan).len(), 324 + 810 + 666);
+    check_consistent(&plan);
+    let all = names(&plan);
+    for t in [
+        "KRvK",
+        "KPvK",
+        "KRvKR",
+        "KRNvK",
+        "KPPvK",
+        "KRAABBvKRAABB",
+        "KNPAABBvKAABB",
+    ] {
+        assert!(all.iter().any(|n| n == t), "{t} missing");
+    }
+    for t in ["KRNvKR", "KRNCvK"] {
+        assert!(!all.iter().any(|n| n == t), "{t} has three attackers");
+    }
+    assert!(u(&plan["totals"]["slots"]) > 100_000_000_000);
+
+    // At most 4 pieces: one attacker alone (4) or with one defender on either side (4 x 4), or
+    // two attackers without defenders (10 + 10).
+    let small = plan_json(&["--attackers", "2", "--max-pieces", "4"]);
+    assert_eq!(names(&small).len(), 4 + 16 + 20);
+    check_consistent(&small);
+    assert!(names(&small).iter().all(|n| all.contains(n)));
+}
+
+/// Runs `xqtb ARGS`: its exit status and standard error.
+fn fails(args: &[&str]) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run xqtb");
+    assert!(out.stdout.is_empty(), "{args:?} printed a plan");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_plans_are_refused_with_the_reason() {
+    // Errors the command finds: status 1, one message.
+    for (args, want) in [
+        (&["plan", "KRXvK"][..], "KRXvK"),
+        (&["plan", "KRvK", "KRNNNvK"], "at most 2"),
+        (&["plan", "--attackers", "7"], "--max-pieces 16"),
+    ] {
+        let (code, err) = fails(args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("acktrace"), "{args:?}: {err}");
+    }
+    // Usage errors: status 2 from the argument parser, with the reason.
+    for (args, want) in [
+        (
+            &["plan", "--attackers", "0"][..],
+            "at least 1 attacking piece",
+        ),
+        (&["plan", "--attackers", "23"], "22"),
+        (&["plan", "--attackers", "lots"], "not a number"),
+        (&["plan", "--attackers", "2", "--max-pieces", "17"], "17"),
+        (&["plan", "--max-pieces", "5", "KRvK"], "--attackers"),
+        (&["plan", "KRvK", "--attackers", "1"], "cannot be used with"),
+        (&["plan"], "required"),
+        (&["plan", "KRvK", "--rules", "chinese"], "chinese"),
+    ] {
+        let (code, err) = fails(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // A dead draw needs no table: an empty plan, and a note saying why.
+    let out = Command::new(BIN)
+        .args(["plan", "KAvKB", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let plan: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(u(&plan["totals"]["jobs"]), 0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no table is needed"));
+}
+
+/// `--workers` simulates the coordinator's scheduler: one worker runs the jobs one after the
+/// other (the makespan is the sum of their times), more workers finish no later but never
+/// before the critical path, and a memory smaller than the largest job leaves it (and what
+/// waits for it) unrun, named in the output.
+#[test]
+fn workers_simulate_a_run_with_the_coordinators_scheduler() {
+    let sim = |args: &[&str]| {
+        let mut all = vec!["KRNvKR", "KRCvKR"];
+        all.extend_from_slice(args);
+        plan_json(&all)["simulation"].clone()
+    };
+    let one = sim(&["--workers", "1", "--threads", "2", "--memory", "1GiB"]);
+    let many = sim(&["--workers", "8", "--threads", "2", "--memory", "1GiB"]);
+    let span = |s: &Json| s["makespan_seconds"].as_f64().unwrap();
+    assert_eq!(u(&one["workers"]), 1);
+    assert!(one["never_ran"].as_array().unwrap().is_empty(), "{one}");
+    assert!(span(&many) < span(&one), "{many} {one}");
+    let path: Vec<&Json> = many["critical_path"].as_array().unwrap().iter().collect();
+    let last = path.last().unwrap();
+    assert!((last["end_seconds"].as_f64().unwrap() - span(&many)).abs() < 1e-6);
+    for w in path.windows(2) {
+        assert!(
+            w[0]["end_seconds"].as_f64() <= w[1]["start_seconds"].as_f64(),
+            "{w:?}"
+        );
+    }
+    // KRNvKR and KRCvKR each need more than 100 MB; their dependencies much less.
+    let small = sim(&["--workers", "2", "--threads", "1", "--memory", "100MB"]);
+    let never: Vec<&str> = small["never_ran"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(never, ["KRCvKR", "KRNvKR"], "{small}");
+    let text = xqtb(
+        &[
+            "plan",
+            "KRNvKR",
+            "--workers",
+            "2",
+            "--threads",
+            "1",
+            "--memory",
+            "100MB",
+        ],
+        "",
+    );
+    assert!(
+        text.contains("simulated run on 2 workers") && text.contains("1 job never ran"),
+        "{text}"
+    );
+    // The simulation options need --workers.
+    let out = Command::new(BIN)
+        .args(["plan", "KRNvKR", "--threads", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
