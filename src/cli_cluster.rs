@@ -356,26 +356,20 @@ fn refuse_jobs_too_large(targets: &[TableId], memory_bytes: u64, workers: usize)
     if memory_bytes == 0 {
         return Ok(());
     }
-    for rules in RuleSet::ALL {
-        let roots: Vec<_> = targets
-            .iter()
-            .filter(|t| t.rules == rules)
-            .map(|t| t.signature)
-            .collect();
-        for sig in xqtb_core::closure_of(&roots) {
-            let need = xqtb_core::JobCost::of(&JobKey::whole(TableId::new(rules, sig))).solve_bytes;
-            if need > memory_bytes {
-                let fix = if workers > 1 {
-                    " (use fewer --workers: they share the machine's memory)"
-                } else {
-                    ""
-                };
-                bail!(
-                    "{sig} ({rules}) needs about {} to solve; each of the {workers} local workers has {}{fix}",
-                    coordinator::human_bytes(need),
-                    coordinator::human_bytes(memory_bytes)
-                );
-            }
+    for table in xqtb_core::closure_of_tables(targets) {
+        let (sig, rules) = (table.signature, table.rules);
+        let need = xqtb_core::JobCost::of(&JobKey::whole(table)).solve_bytes;
+        if need > memory_bytes {
+            let fix = if workers > 1 {
+                " (use fewer --workers: they share the machine's memory)"
+            } else {
+                ""
+            };
+            bail!(
+                "{sig} ({rules}) needs about {} to solve; each of the {workers} local workers has {}{fix}",
+                coordinator::human_bytes(need),
+                coordinator::human_bytes(memory_bytes)
+            );
         }
     }
     Ok(())

@@ -423,37 +423,29 @@ impl Scheduler {
         finished: impl Fn(&TableId) -> bool,
     ) -> (Vec<JobRecord>, Vec<JobKey>) {
         let mut new = Vec::new();
-        for rules in RuleSet::ALL {
-            let roots: Vec<Signature> = targets
-                .iter()
-                .filter(|t| t.rules == rules)
-                .map(|t| t.signature)
-                .collect();
-            for sig in xqtb_core::closure_of(&roots) {
-                let table = TableId::new(rules, sig);
-                let key = JobKey::whole(table);
-                if self.jobs.contains_key(&key) {
-                    continue;
-                }
-                let done = finished(&table);
-                self.jobs.insert(
-                    key,
-                    JobRecord {
-                        key,
-                        state: if done {
-                            JobState::Finished
-                        } else {
-                            JobState::Waiting
-                        },
-                        attempts: 0,
-                        lease: None,
-                        last_error: None,
-                        progress: if done { 1.0 } else { 0.0 },
-                        finished_at_ms: None,
-                    },
-                );
-                new.push(key);
+        for table in xqtb_core::closure_of_tables(targets) {
+            let key = JobKey::whole(table);
+            if self.jobs.contains_key(&key) {
+                continue;
             }
+            let done = finished(&table);
+            self.jobs.insert(
+                key,
+                JobRecord {
+                    key,
+                    state: if done {
+                        JobState::Finished
+                    } else {
+                        JobState::Waiting
+                    },
+                    attempts: 0,
+                    lease: None,
+                    last_error: None,
+                    progress: if done { 1.0 } else { 0.0 },
+                    finished_at_ms: None,
+                },
+            );
+            new.push(key);
         }
         self.reindex();
         let mut changed = self.refresh_ready();
@@ -488,22 +480,31 @@ impl Scheduler {
             })
             .copied()
             .collect();
-        let mut changed = Vec::new();
-        for key in expired {
-            let max = self.config.max_attempts;
-            let job = self.jobs.get_mut(&key).expect("planned job");
-            let worker = job.lease.take().map(|l| l.worker).unwrap_or_default();
-            job.last_error = Some(format!("lease held by {worker} expired"));
-            job.progress = 0.0;
-            let to = if job.attempts >= max {
-                JobState::Failed
-            } else {
-                JobState::Ready
-            };
-            self.set_state(key, to);
-            changed.push(self.jobs[&key].clone());
-        }
-        changed
+        expired
+            .into_iter()
+            .map(|key| {
+                let worker = self.jobs[&key].lease.as_ref().map(|l| l.worker.clone());
+                let worker = worker.unwrap_or_default();
+                self.give_up_attempt(key, format!("lease held by {worker} expired"))
+            })
+            .collect()
+    }
+
+    /// Ends the current attempt at `key` with `error`: the job goes back to the queue unless it
+    /// ran out of attempts.
+    fn give_up_attempt(&mut self, key: JobKey, error: String) -> JobRecord {
+        let max = self.config.max_attempts;
+        let job = self.jobs.get_mut(&key).expect("planned job");
+        job.lease = None;
+        job.last_error = Some(error);
+        job.progress = 0.0;
+        let to = if job.attempts >= max {
+            JobState::Failed
+        } else {
+            JobState::Ready
+        };
+        self.set_state(key, to);
+        self.jobs[&key].clone()
     }
 
     /// Leases to `worker` the ready job with the longest estimated path to the end of the plan
@@ -616,18 +617,8 @@ impl Scheduler {
 
     /// Records a failed attempt; the job goes back to the queue unless it ran out of attempts.
     pub fn fail(&mut self, lease_id: &str, message: &str) -> Result<JobRecord, LeaseError> {
-        let max = self.config.max_attempts;
-        let (key, job) = self.leased_mut(lease_id)?;
-        job.lease = None;
-        job.last_error = Some(message.to_string());
-        job.progress = 0.0;
-        let to = if job.attempts >= max {
-            JobState::Failed
-        } else {
-            JobState::Ready
-        };
-        self.set_state(key, to);
-        Ok(self.jobs[&key].clone())
+        let (key, _) = self.leased_mut(lease_id)?;
+        Ok(self.give_up_attempt(key, message.to_string()))
     }
 
     /// Marks every job of `table` finished because the table is already committed (found at

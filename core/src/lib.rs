@@ -46,6 +46,6 @@ pub use counts::{SideCounts, TableCounts};
 pub use index::{MAX_PIECES, Shifts, SlotError, TableIndex};
 pub use key::{JobKey, SlotRange, TableId};
 pub use rules::{RuleSet, UnknownRuleSet};
-pub use signature::{Limits, Material, Signature, SignatureError, closure_of};
+pub use signature::{Limits, Material, Signature, SignatureError, closure_of, closure_of_tables};
 pub use table::{Location, MemoryTables, Orientation, Probe, ProbeError, Table};
 pub use value::{Rule, RuleValue, Value};

@@ -319,6 +319,24 @@ fn sort_dependencies_first(sigs: &mut [Signature]) {
     sigs.sort_by_key(|s| (s.0.piece_count(), s.name()));
 }
 
+/// The union of the closures of `targets` (tables of any rule sets), each table once, the
+/// tables of each rule set dependencies first, rule sets in [`RuleSet::ALL`] order.
+pub fn closure_of_tables(targets: &[crate::TableId]) -> Vec<crate::TableId> {
+    crate::RuleSet::ALL
+        .iter()
+        .flat_map(|&rules| {
+            let roots: Vec<Signature> = targets
+                .iter()
+                .filter(|t| t.rules == rules)
+                .map(|t| t.signature)
+                .collect();
+            closure_of(&roots)
+                .into_iter()
+                .map(move |s| crate::TableId::new(rules, s))
+        })
+        .collect()
+}
+
 /// The union of the closures of `roots`, dependencies first, each table once.
 pub fn closure_of(roots: &[Signature]) -> Vec<Signature> {
     let mut seen = std::collections::BTreeSet::new();
