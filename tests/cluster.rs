@@ -598,6 +598,7 @@ fn metrics_endpoints_serve_the_named_metrics() {
     }));
     let during = scrape(cm);
     assert!(during.contains("xqtb_leases_active 1"), "{during}");
+    assert!(during.contains("xqtb_jobs_unholdable 0"), "{during}");
     rt.block_on(wait_until(
         port,
         "tables",

@@ -929,6 +929,12 @@ impl App {
             metrics::gauge!("xqtb_jobs", "state" => state).set(n as f64);
         }
         metrics::gauge!("xqtb_leases_active").set(status.leased as f64);
+        let unholdable = status
+            .jobs
+            .iter()
+            .filter(|j| j.unholdable.is_some())
+            .count();
+        metrics::gauge!("xqtb_jobs_unholdable").set(unholdable as f64);
         metrics::gauge!("xqtb_solve_entries_per_second").set(status.entries_per_second);
         metrics::gauge!("xqtb_workers").set(status.workers.len() as f64);
         let tb = &self.tablebase;

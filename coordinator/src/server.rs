@@ -193,6 +193,10 @@ fn register_metrics() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_gauge!("xqtb_jobs", "Jobs by state");
     describe_gauge!("xqtb_leases_active", "Jobs currently leased");
+    describe_gauge!(
+        "xqtb_jobs_unholdable",
+        "Jobs no registered worker has the memory to hold (see status)"
+    );
     describe_counter!("xqtb_leases_granted_total", "Leases granted");
     describe_counter!(
         "xqtb_lease_expiries_total",
