@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{BIN, Proc, TempDir, free_port};
+use common::{BIN, Proc, TempDir, channel, free_port};
 use proto::v1::jobs_client::JobsClient;
 use proto::v1::tablebase_client::TablebaseClient;
 use proto::v1::*;
@@ -63,18 +63,6 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-async fn channel(port: u16) -> Channel {
-    let url = format!("http://127.0.0.1:{port}");
-    let start = Instant::now();
-    loop {
-        match Channel::from_shared(url.clone()).unwrap().connect().await {
-            Ok(c) => return c,
-            Err(e) if start.elapsed() > Duration::from_secs(30) => panic!("no coordinator: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-}
-
 async fn wait_until(
     port: u16,
     what: &str,
@@ -111,21 +99,7 @@ fn all_finished(s: &StatusResponse) -> bool {
 }
 
 async fn download(port: u16, sig: &str) -> Vec<u8> {
-    let mut c = TablebaseClient::new(channel(port).await);
-    let mut stream = c
-        .download_shard(DownloadShardRequest {
-            signature: sig.into(),
-            rules: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = stream.message().await.unwrap() {
-        assert!(chunk.data.len() <= 4 << 20);
-        bytes.extend_from_slice(&chunk.data);
-    }
-    bytes
+    common::download(&mut TablebaseClient::new(channel(port).await), sig).await
 }
 
 fn run_ok(args: &[&str]) -> String {

@@ -14,11 +14,9 @@
 
 mod common;
 
-use common::{BIN, Proc, TempDir, free_port, positions};
+use common::{BIN, Proc, TempDir, channel as connect, download, free_port, positions};
 use proto::v1::tablebase_client::TablebaseClient;
-use proto::v1::{
-    DownloadShardRequest, MainlineRequest, ProbeRequest, StatusRequest, SubmitRequest,
-};
+use proto::v1::{MainlineRequest, ProbeRequest, StatusRequest, SubmitRequest};
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -70,21 +68,6 @@ fn start_worker(dir: &TempDir, port: u16, name: &str, run: u32) -> Proc {
     )
 }
 
-async fn connect(port: u16) -> Channel {
-    let start = Instant::now();
-    loop {
-        match Channel::from_shared(format!("http://127.0.0.1:{port}"))
-            .unwrap()
-            .connect()
-            .await
-        {
-            Ok(c) => return c,
-            Err(e) if start.elapsed() > Duration::from_secs(30) => panic!("no coordinator: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-}
-
 async fn finished(c: &mut TablebaseClient<Channel>, sigs: &[&str]) -> bool {
     let Ok(s) = c.status(StatusRequest {}).await else {
         return false;
@@ -99,22 +82,6 @@ async fn finished(c: &mut TablebaseClient<Channel>, sigs: &[&str]) -> bool {
                     .is_some_and(|t| t.signature == *sig)
         })
     })
-}
-
-async fn download(c: &mut TablebaseClient<Channel>, sig: &str) -> Vec<u8> {
-    let mut stream = c
-        .download_shard(DownloadShardRequest {
-            signature: sig.into(),
-            rules: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = stream.message().await.unwrap() {
-        bytes.extend_from_slice(&chunk.data);
-    }
-    bytes
 }
 
 /// One latency sample: minute of the run, milliseconds, whether it failed.

@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests that start real `xqtb` processes: a temporary
 //! directory, a child process killed when dropped (its log kept for failure messages), a free
-//! port, running a command to completion, and legal positions of a table.
+//! port, running a command to completion, legal positions of a table, and a coordinator's
+//! channel and shard downloads over gRPC.
 //!
 //! Each test crate that says `mod common;` compiles its own copy and uses only some of it,
 //! hence the `dead_code` allowance.
@@ -178,4 +179,43 @@ pub fn positions(signature: &str, n: usize) -> Vec<String> {
         }
     }
     out.into_iter().collect()
+}
+
+/// A channel to the coordinator on `port` of 127.0.0.1, retried for up to 30 s while it starts.
+pub async fn channel(port: u16) -> tonic::transport::Channel {
+    let url = format!("http://127.0.0.1:{port}");
+    let start = Instant::now();
+    loop {
+        match tonic::transport::Channel::from_shared(url.clone())
+            .unwrap()
+            .connect()
+            .await
+        {
+            Ok(c) => return c,
+            Err(e) if start.elapsed() > Duration::from_secs(30) => panic!("no coordinator: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// The shard file of `sig` (the server's default rule set) as the coordinator streams it, each
+/// chunk within gRPC's default 4 MiB message limit.
+pub async fn download(
+    c: &mut proto::v1::tablebase_client::TablebaseClient<tonic::transport::Channel>,
+    sig: &str,
+) -> Vec<u8> {
+    let mut stream = c
+        .download_shard(proto::v1::DownloadShardRequest {
+            signature: sig.into(),
+            rules: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.message().await.unwrap() {
+        assert!(chunk.data.len() <= 4 << 20);
+        bytes.extend_from_slice(&chunk.data);
+    }
+    bytes
 }
