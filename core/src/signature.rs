@@ -320,7 +320,7 @@ fn sort_dependencies_first(sigs: &mut [Signature]) {
 }
 
 /// The union of the closures of `targets` (tables of any rule sets), each table once, the
-/// tables of each rule set dependencies first, rule sets in [`RuleSet::ALL`] order.
+/// tables of each rule set dependencies first, rule sets in [`RuleSet::ALL`](crate::RuleSet::ALL) order.
 pub fn closure_of_tables(targets: &[crate::TableId]) -> Vec<crate::TableId> {
     crate::RuleSet::ALL
         .iter()
