@@ -16,3 +16,4 @@ grep -E "Maximum resident|User time|System time|Elapsed" $D/worker.log
 grep -E "job leased|committed" $D/coord.log | sed -E 's/\x1b\[[0-9;]*m//g' | cut -c1-160
 $B plan KRNvKR --workers 1 --threads 2 | sed -n '/simulated/,$p'
 $B plan KRNvKR | tail -9
+rm -rf "$D"
