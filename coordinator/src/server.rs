@@ -280,71 +280,44 @@ mod tests {
             .await
             .unwrap();
 
-        let mut client = v1::server_reflection_client::ServerReflectionClient::new(channel.clone());
-        let ask = |m| v1::ServerReflectionRequest {
-            host: String::new(),
-            message_request: Some(m),
-        };
-        let requests = [
-            ask(v1::server_reflection_request::MessageRequest::ListServices(
-                String::new(),
-            )),
-            ask(
-                v1::server_reflection_request::MessageRequest::FileContainingSymbol(
-                    "xqtb.v1.Tablebase".into(),
-                ),
-            ),
-        ];
-        let mut answers = client
-            .server_reflection_info(tokio_stream::iter(requests))
-            .await
-            .unwrap()
-            .into_inner();
-        use v1::server_reflection_response::MessageResponse as R1;
-        match answers.message().await.unwrap().unwrap().message_response {
-            Some(R1::ListServicesResponse(l)) => {
-                let mut names: Vec<_> = l.service.into_iter().map(|s| s.name).collect();
-                names.sort();
-                assert_eq!(names, SERVICES, "v1");
-            }
-            other => panic!("v1: not a service list: {other:?}"),
+        // The two versions' generated types differ only in their module: one check for both.
+        macro_rules! check_reflection {
+            ($v:ident, $name:literal) => {{
+                let mut client =
+                    $v::server_reflection_client::ServerReflectionClient::new(channel.clone());
+                let ask = |m| $v::ServerReflectionRequest {
+                    host: String::new(),
+                    message_request: Some(m),
+                };
+                use $v::server_reflection_request::MessageRequest as Q;
+                let requests = [
+                    ask(Q::ListServices(String::new())),
+                    ask(Q::FileContainingSymbol("xqtb.v1.Tablebase".into())),
+                ];
+                let mut answers = client
+                    .server_reflection_info(tokio_stream::iter(requests))
+                    .await
+                    .unwrap()
+                    .into_inner();
+                use $v::server_reflection_response::MessageResponse as R;
+                match answers.message().await.unwrap().unwrap().message_response {
+                    Some(R::ListServicesResponse(l)) => {
+                        let mut names: Vec<_> = l.service.into_iter().map(|s| s.name).collect();
+                        names.sort();
+                        assert_eq!(names, SERVICES, $name);
+                    }
+                    other => panic!("{}: not a service list: {other:?}", $name),
+                }
+                match answers.message().await.unwrap().unwrap().message_response {
+                    Some(R::FileDescriptorResponse(f)) => {
+                        assert!(!f.file_descriptor_proto.is_empty())
+                    }
+                    other => panic!("{}: no descriptor of xqtb.v1.Tablebase: {other:?}", $name),
+                }
+            }};
         }
-        match answers.message().await.unwrap().unwrap().message_response {
-            Some(R1::FileDescriptorResponse(f)) => assert!(!f.file_descriptor_proto.is_empty()),
-            other => panic!("v1: no descriptor of xqtb.v1.Tablebase: {other:?}"),
-        }
-
-        let mut client = v1alpha::server_reflection_client::ServerReflectionClient::new(channel);
-        let ask = |m| v1alpha::ServerReflectionRequest {
-            host: String::new(),
-            message_request: Some(m),
-        };
-        let requests = [
-            ask(v1alpha::server_reflection_request::MessageRequest::ListServices(String::new())),
-            ask(
-                v1alpha::server_reflection_request::MessageRequest::FileContainingSymbol(
-                    "xqtb.v1.Tablebase".into(),
-                ),
-            ),
-        ];
-        let mut answers = client
-            .server_reflection_info(tokio_stream::iter(requests))
-            .await
-            .unwrap()
-            .into_inner();
-        use v1alpha::server_reflection_response::MessageResponse as R1a;
-        match answers.message().await.unwrap().unwrap().message_response {
-            Some(R1a::ListServicesResponse(l)) => {
-                let mut names: Vec<_> = l.service.into_iter().map(|s| s.name).collect();
-                names.sort();
-                assert_eq!(names, SERVICES, "v1alpha");
-            }
-            other => panic!("v1alpha: not a service list: {other:?}"),
-        }
-        match answers.message().await.unwrap().unwrap().message_response {
-            Some(R1a::FileDescriptorResponse(f)) => assert!(!f.file_descriptor_proto.is_empty()),
-            other => panic!("v1alpha: no descriptor of xqtb.v1.Tablebase: {other:?}"),
-        }
+        check_reflection!(v1, "v1");
+        check_reflection!(v1alpha, "v1alpha");
         c.stop().await.unwrap();
     }
 }
