@@ -1,6 +1,6 @@
 //! The limits that keep one client from holding a server, each tested against servers started
 //! in this process (the library the binary runs): uploads longer than their table's shard can
-//! be, stalled uploads, probe batches over the maximum (gRPC and HTTP), the request deadline,
+//! be, stalled uploads and downloads, probe batches over the maximum (gRPC and HTTP), the request deadline,
 //! clients that send HTTP headers or bodies slowly or idle on a connection, and blocking work
 //! (probing, reading shards) kept off the async executor threads.
 
@@ -299,6 +299,63 @@ async fn a_stalled_upload_times_out_and_hands_its_job_back() {
     let s = job_status(&c).await;
     assert_eq!(s.state, "ready", "{s:?}");
     assert!(s.last_error.contains("stalled"), "{s:?}");
+    c.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_download_ends_with_deadline_exceeded() {
+    let dir = TempDir::new("stalled-download");
+    solved_store(&dir.0, "KRvKN");
+    // Small chunks, so that a shard of 90 KB is many more than the reader's window, the
+    // encoder's buffer and the channel hold between them.
+    let limits = Limits {
+        stream_idle_timeout: Duration::from_secs(1),
+        download_chunk_bytes: 512,
+        ..Limits::default()
+    };
+    let c = start(&dir.0, &[], limits).await;
+    let whole = common::download(&mut TablebaseClient::new(channel(&c).await), "KRvKN").await;
+    assert!(whole.len() > 64 * 1024, "{} bytes", whole.len());
+
+    // A reader with a 4 KiB HTTP/2 window that takes the first chunk and then nothing.
+    let slow = Channel::from_shared(format!("http://{}", c.addr))
+        .unwrap()
+        .initial_stream_window_size(4096)
+        .initial_connection_window_size(4096)
+        .connect()
+        .await
+        .unwrap();
+    let mut stream = TablebaseClient::new(slow)
+        .download_shard(DownloadShardRequest {
+            signature: "KRvKN".into(),
+            rules: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let first = stream.message().await.unwrap().unwrap();
+    assert_eq!(first.total_bytes, whole.len() as u64);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut got = first.data.len();
+    let err = loop {
+        match stream.message().await {
+            Ok(Some(chunk)) => got += chunk.data.len(),
+            Ok(None) => panic!("the stalled download ended without an error after {got} bytes"),
+            Err(e) => break e,
+        }
+    };
+    assert!(got < whole.len(), "{got} of {} bytes", whole.len());
+    assert_eq!(err.code(), tonic::Code::DeadlineExceeded, "{err}");
+    assert!(
+        err.message()
+            .contains("the download of KRvKN (asian) stalled")
+            && err.message().contains("--stream-idle-timeout-secs"),
+        "{}",
+        err.message()
+    );
+    // The server is not held: a fresh download right after is whole.
+    let again = common::download(&mut TablebaseClient::new(channel(&c).await), "KRvKN").await;
+    assert_eq!(again, whole);
     c.stop().await.unwrap();
 }
 

@@ -68,6 +68,9 @@ pub struct Limits {
     /// Longest wait for the next chunk of an upload (then the job is handed back), and for a
     /// download's reader to take the next chunk (then the download ends).
     pub stream_idle_timeout: Duration,
+    /// Size of the chunks a shard download is streamed in (well under tonic's 4 MiB message
+    /// limit). With the reader's HTTP/2 window it bounds what a stalled download holds.
+    pub download_chunk_bytes: usize,
     /// Calls one connection may have in progress at once; more wait for a free place.
     pub calls_per_connection: usize,
     /// Interval of HTTP/2 keepalive pings to each client; a connection whose client does not
@@ -86,6 +89,7 @@ impl Default for Limits {
         Limits {
             request_timeout: Duration::from_secs(30),
             stream_idle_timeout: Duration::from_secs(30),
+            download_chunk_bytes: crate::grpc::CHUNK_BYTES,
             calls_per_connection: 256,
             keepalive_interval: Duration::from_secs(30),
             keepalive_timeout: Duration::from_secs(20),

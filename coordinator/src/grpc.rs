@@ -93,19 +93,24 @@ fn table_of(app: &App, signature: &str, rules: &str) -> Result<TableId, Status> 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<ShardChunk, Status>> + Send>>;
 
 /// Streams a committed table as shard bytes in chunks. The chunks go through a small channel
-/// from a task that gives up when the reader takes none for the idle timeout, so a stalled
-/// reader does not keep the shard in memory for as long as its connection lives.
+/// from a task that gives up when the reader takes none for the idle timeout: it lets go of the
+/// shard at once, so a stalled reader does not keep it in memory for as long as its connection
+/// lives, and the stream then ends with DEADLINE_EXCEEDED after the chunks already queued, so a
+/// reader that comes back learns why its download is short.
 async fn shard_stream(app: &Arc<App>, table: TableId) -> Result<ChunkStream, Status> {
     let file = blocking(app, move |a| a.shard(&table)).await?;
     let idle = app.limits().stream_idle_timeout;
+    let chunk_bytes = app.limits().download_chunk_bytes.max(1);
     let (tx, rx) = tokio::sync::mpsc::channel(2);
     tokio::spawn(async move {
         let total = file.bytes.len() as u64;
-        for (i, c) in file.bytes.chunks(CHUNK_BYTES).enumerate() {
+        let chunks = file.bytes.len().div_ceil(chunk_bytes);
+        for i in 0..chunks {
+            let data = &file.bytes[i * chunk_bytes..((i + 1) * chunk_bytes).min(file.bytes.len())];
             let chunk = ShardChunk {
                 total_bytes: if i == 0 { total } else { 0 },
                 file_checksum: if i == 0 { file.checksum } else { 0 },
-                data: c.to_vec(),
+                data: data.to_vec(),
             };
             match tokio::time::timeout(idle, tx.send(Ok(chunk))).await {
                 Ok(Ok(())) => {}
@@ -114,9 +119,21 @@ async fn shard_stream(app: &Arc<App>, table: TableId) -> Result<ChunkStream, Sta
                 Err(_) => {
                     tracing::warn!(
                         table = %table,
+                        sent = i,
+                        chunks,
                         "download stalled: the reader took no chunk for {} s; the download ends",
                         idle.as_secs_f64()
                     );
+                    drop(file);
+                    let stalled = Status::deadline_exceeded(format!(
+                        "the download of {table} stalled: the reader took no chunk for {} s (the \
+                         coordinator's --stream-idle-timeout-secs); {i} of {chunks} chunks were \
+                         sent; download again",
+                        idle.as_secs_f64()
+                    ));
+                    // Only this small message waits for the reader now; the connection's
+                    // keepalive ends the wait when the reader is gone for good.
+                    let _ = tx.send(Err(stalled)).await;
                     return;
                 }
             }
