@@ -17,6 +17,7 @@ use storage_format::codec::{self, EncodedTable};
 use storage_format::shard;
 use storage_format::store::{RecordTree, SledStore, StoreError, TableStore};
 use thiserror::Error;
+use xiangqi::Color;
 use xqtb_core::{JobKey, ProbeError, RuleSet, TableCounts, TableId, TableIndex};
 
 /// Largest upload accepted for any table: an upload is held in memory until it is committed.
@@ -95,6 +96,29 @@ impl Default for Limits {
             keepalive_timeout: Duration::from_secs(20),
             sample: SamplePolicy::DEFAULT,
         }
+    }
+}
+
+/// An upload read a block at a time by the sample check.
+struct UploadBlocks<'a> {
+    table: &'a EncodedTable,
+    index: TableIndex,
+    decoder: codec::BlockDecoder,
+}
+
+impl solver::sample::BlockSource for UploadBlocks<'_> {
+    fn index(&self) -> &TableIndex {
+        &self.index
+    }
+    fn rules(&self) -> RuleSet {
+        self.table.header.rules
+    }
+    fn block_slots(&self) -> u64 {
+        self.table.header.block_values as u64
+    }
+    fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String> {
+        let block = u32::try_from(block).map_err(|_| format!("no block {block}"))?;
+        codec::decode_block(self.table, &self.decoder, side, block).map_err(|e| e.to_string())
     }
 }
 
@@ -731,9 +755,11 @@ impl App {
                 key.table
             )));
         }
-        t.header
-            .check_index(&TableIndex::new(key.table.signature))
-            .map_err(Refusal::malformed)?;
+        // Every block decompressed, the values' checksums and the header's counts: one pass, a
+        // few blocks at a time, whatever the size of the table.
+        let started = Instant::now();
+        codec::check_table(&t).map_err(Refusal::malformed)?;
+        let decode_secs = started.elapsed().as_secs_f64();
         let policy = self.limits.sample;
         if policy.is_off() {
             return Ok(t);
@@ -747,38 +773,46 @@ impl App {
                 )));
             }
         }
-        let started = Instant::now();
-        let checked = self.sample_check(key, &t, lease_id, started);
-        // The decoded table (two bytes per entry) was freed in pieces by many threads; glibc
-        // keeps such memory in its arenas, which made a coordinator that had committed KRNvKR
-        // hold 85 MB more from then on (the soak test measures it).
+        let checked = self.sample_check(key, &t, lease_id, started, decode_secs);
+        // The check's scratch (the codes each round needs) was freed by many threads; glibc
+        // keeps such memory in its arenas (when the check decoded whole tables, a coordinator
+        // that had committed KRNvKR held 85 MB more from then on; the soak test measures it).
         release_freed_memory();
         checked.map(|()| t)
     }
 
-    /// The sample check of an upload's table `t` (see [`Limits::sample`]).
+    /// The sample check of an upload's table `t` (see [`Limits::sample`]), reading it a block
+    /// at a time; `t` has passed [`codec::check_table`].
     fn sample_check(
         &self,
         key: &JobKey,
         t: &EncodedTable,
         lease_id: &str,
         started: Instant,
+        decode_secs: f64,
     ) -> Result<(), Refusal> {
         let policy = self.limits.sample;
-        let decoded = codec::decode_table(t).map_err(Refusal::malformed)?;
-        let decode_secs = started.elapsed().as_secs_f64();
+        let blocks = UploadBlocks {
+            table: t,
+            index: TableIndex::new(t.header.signature),
+            decoder: codec::BlockDecoder::new(t.dictionary.as_deref()),
+        };
         // Dependencies through a block cache of their own, so that the check neither evicts
         // the blocks users probe nor loads whole dependency tables into memory.
         let deps = Tablebase::new(Arc::clone(&self.store));
         let seed = fnv1a(lease_id);
-        let report =
-            solver::sample::check_sample(&decoded, &deps, policy, seed).map_err(|e| Refusal {
-                reason: format!(
-                    "the sample check ({}% of the positions, at least {}, seed {seed:#x}) found a \
-                     wrong value: {e}",
-                    policy.percent, policy.minimum
-                ),
-                wrong_values: true,
+        let legal = t.header.counts.legal();
+        let report = solver::sample::check_sample_blocks(&blocks, legal, &deps, policy, seed)
+            .map_err(|e| match e {
+                solver::sample::SampleError::Wrong(e) => Refusal {
+                    reason: format!(
+                        "the sample check ({}% of the positions, at least {}, seed {seed:#x}) \
+                         found a wrong value: {e}",
+                        policy.percent, policy.minimum
+                    ),
+                    wrong_values: true,
+                },
+                e @ solver::sample::SampleError::Block { .. } => Refusal::malformed(e),
             })?;
         let secs = started.elapsed().as_secs_f64();
         metrics::histogram!("xqtb_sample_check_seconds").record(secs);

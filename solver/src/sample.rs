@@ -19,11 +19,12 @@
 //! the same entries, so a refusal can be reproduced.
 
 use crate::position::SlotPosition;
-use crate::verify::{Local, VerifyError, verify_slot};
+use crate::verify::{Codes, Local, VerifyError, verify_slot};
 use crate::verify_rules::EntrySet;
 use rayon::prelude::*;
+use thiserror::Error;
 use xiangqi::Color;
-use xqtb_core::{Probe, RuleSet, Table, TableCounts, Value};
+use xqtb_core::{Probe, RuleSet, Table, TableCounts, TableIndex, Value};
 
 /// How many entries a sample check takes: a share of the table's legal entries, but at least a
 /// minimum (every legal entry of a table smaller than that).
@@ -100,12 +101,50 @@ impl SplitMix {
     }
 }
 
-/// The entries of `table` as numbers: Red to move's slots, then Black to move's.
+/// The entries of a table as numbers: Red to move's slots, then Black to move's.
 fn entry_of(size: u64, e: u64) -> (Color, u64) {
     if e < size {
         (Color::Red, e)
     } else {
         (Color::Black, e - size)
+    }
+}
+
+fn number_of(size: u64, (side, slot): (Color, u64)) -> u64 {
+    side.index() as u64 * size + slot
+}
+
+/// A table whose codes are read a block at a time, such as an upload still compressed: the
+/// sample check then holds only the blocks it is decoding and the codes its sample needs, not
+/// the decoded table (two bytes per entry).
+pub trait BlockSource: Sync {
+    /// The table's index.
+    fn index(&self) -> &TableIndex;
+    /// The table's rule set.
+    fn rules(&self) -> RuleSet;
+    /// Slots per block: block `b` of a side holds slots `b * block_slots ..`, the last block
+    /// what is left.
+    fn block_slots(&self) -> u64;
+    /// The codes of `side`'s block `block`. Illegal slots may hold anything: legality is taken
+    /// from the index, as the decoder restores it.
+    fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String>;
+}
+
+/// A decoded table is its own block source (blocks of 2^16 slots).
+impl BlockSource for Table {
+    fn index(&self) -> &TableIndex {
+        Table::index(self)
+    }
+    fn rules(&self) -> RuleSet {
+        Table::rules(self)
+    }
+    fn block_slots(&self) -> u64 {
+        1 << 16
+    }
+    fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String> {
+        let codes = self.codes(side);
+        let start = (block << 16) as usize;
+        Ok(codes[start.min(codes.len())..(start + (1 << 16)).min(codes.len())].to_vec())
     }
 }
 
@@ -123,20 +162,23 @@ pub fn legal_entries(table: &Table) -> u64 {
         .sum()
 }
 
+/// Whether entry `e` of a table with `index` holds a legal position (from the index alone, as
+/// the decoder restores illegal slots).
+fn is_legal(index: &TableIndex, e: u64) -> bool {
+    let (side, slot) = entry_of(index.size(), e);
+    index.legal_sides(slot)[side.index()]
+}
+
 /// `n` distinct legal entries of `table` (fewer if it has fewer), drawn uniformly from `seed`,
 /// as (side to move, slot) in order of side then slot.
 pub fn sample_entries(table: &Table, n: u64, seed: u64) -> Vec<(Color, u64)> {
-    draw(table, n, legal_entries(table), seed)
+    draw(table.index(), n, legal_entries(table), seed)
 }
 
-/// [`sample_entries`] of a table with `legal` legal entries.
-fn draw(table: &Table, n: u64, legal: u64, seed: u64) -> Vec<(Color, u64)> {
-    let size = table.index().size();
+/// [`sample_entries`] of a table with `index` and `legal` legal entries.
+fn draw(index: &TableIndex, n: u64, legal: u64, seed: u64) -> Vec<(Color, u64)> {
+    let size = index.size();
     let n = n.min(legal);
-    let code = |e: u64| {
-        let (side, slot) = entry_of(size, e);
-        table.codes(side)[slot as usize]
-    };
     // Drawing until `n` distinct entries are found slows down as the picked entries fill the
     // table; past half of it the complement is drawn instead, so no draw is ever more likely to
     // repeat than to succeed.
@@ -148,28 +190,47 @@ fn draw(table: &Table, n: u64, legal: u64, seed: u64) -> Vec<(Color, u64)> {
     while found < wanted {
         let e = rng.below(2 * size);
         let (word, bit) = ((e / 64) as usize, 1u64 << (e % 64));
-        if picked[word] & bit == 0 && code(e) != Value::ILLEGAL_CODE {
+        if picked[word] & bit == 0 && is_legal(index, e) {
             picked[word] |= bit;
             found += 1;
         }
     }
-    (0..2 * size)
-        .filter(|&e| {
-            let chosen = picked[(e / 64) as usize] & (1 << (e % 64)) != 0;
-            chosen != take_rest && code(e) != Value::ILLEGAL_CODE
-        })
-        .map(|e| entry_of(size, e))
-        .collect()
+    let picked = |e: u64| picked[(e / 64) as usize] & (1 << (e % 64)) != 0;
+    if take_rest {
+        (0..2 * size)
+            .into_par_iter()
+            .filter(|&e| !picked(e) && is_legal(index, e))
+            .map(|e| entry_of(size, e))
+            .collect()
+    } else {
+        (0..2 * size)
+            .filter(|&e| picked(e))
+            .map(|e| entry_of(size, e))
+            .collect()
+    }
 }
 
 /// Entries handed to one parallel task.
 const ENTRIES_PER_TASK: usize = 1 << 12;
+
+/// Sampled entries checked per round: each round decodes the blocks its entries and their
+/// successors lie in and keeps only the codes it needs (about 35 per sampled entry, ten bytes
+/// each: some 23 MB a round).
+const ENTRIES_PER_ROUND: usize = 1 << 16;
 
 /// Checks `entries` of `table` one ply deep against the table itself and its dependencies in
 /// `deps` (under the table's rule set), in parallel on the current rayon pool. The first entry
 /// found wrong is the error.
 pub fn check_entries(
     table: &Table,
+    deps: &dyn Probe,
+    entries: &[(Color, u64)],
+) -> Result<(), Box<VerifyError>> {
+    check_with(table, deps, entries)
+}
+
+fn check_with<C: Codes + ?Sized>(
+    table: &C,
     deps: &dyn Probe,
     entries: &[(Color, u64)],
 ) -> Result<(), Box<VerifyError>> {
@@ -197,21 +258,165 @@ pub fn check_entries(
     })
 }
 
+/// Why a sample check failed.
+#[derive(Debug, Error)]
+pub enum SampleError {
+    /// A checked entry's value disagrees with its successors: the table is wrong.
+    #[error(transparent)]
+    Wrong(Box<VerifyError>),
+    /// A block could not be read.
+    #[error("block {block} of {side} to move cannot be read: {reason}")]
+    Block {
+        /// Side to move of the block.
+        side: Color,
+        /// The block.
+        block: u64,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
 /// Checks a sample of `table`'s legal entries, as many as `policy` asks, drawn from `seed`.
 pub fn check_sample(
     table: &Table,
     deps: &dyn Probe,
     policy: SamplePolicy,
     seed: u64,
-) -> Result<SampleReport, Box<VerifyError>> {
-    let legal = legal_entries(table);
-    let entries = draw(table, policy.size(legal), legal, seed);
-    check_entries(table, deps, &entries)?;
+) -> Result<SampleReport, SampleError> {
+    check_sample_blocks(table, legal_entries(table), deps, policy, seed)
+}
+
+/// [`check_sample`] of a table read block by block, whose `legal` legal entries are known (an
+/// upload's header counts, once its blocks have been checked against them). The entries drawn
+/// are those [`sample_entries`] draws from the decoded table.
+pub fn check_sample_blocks<S: BlockSource + ?Sized>(
+    src: &S,
+    legal: u64,
+    deps: &dyn Probe,
+    policy: SamplePolicy,
+    seed: u64,
+) -> Result<SampleReport, SampleError> {
+    let entries = draw(src.index(), policy.size(legal), legal, seed);
+    for round in entries.chunks(ENTRIES_PER_ROUND) {
+        let codes = Needed::read(src, round)?;
+        check_with(&codes, deps, round).map_err(SampleError::Wrong)?;
+    }
     Ok(SampleReport {
         legal,
         checked: entries.len() as u64,
         seed,
     })
+}
+
+/// The codes a round of the sample check reads: its entries' own and those of their
+/// non-capturing successors, by entry number.
+struct Needed<'a> {
+    index: &'a TableIndex,
+    rules: RuleSet,
+    entries: Vec<u64>,
+    codes: Vec<u16>,
+}
+
+impl<'a> Needed<'a> {
+    /// Gathers the entries the checks of `round` read (exactly those [`verify_slot`] reads)
+    /// and reads their codes from `src`, each block decoded once.
+    fn read<S: BlockSource + ?Sized>(
+        src: &'a S,
+        round: &[(Color, u64)],
+    ) -> Result<Needed<'a>, SampleError> {
+        let index = src.index();
+        let size = index.size();
+        let mut entries: Vec<u64> = round
+            .par_chunks(ENTRIES_PER_TASK)
+            .flat_map_iter(|chunk| {
+                let pieces = index.piece_list();
+                let mut pos = SlotPosition::new(index, &pieces);
+                let mut out = Vec::new();
+                for &(side, slot) in chunk {
+                    out.push(number_of(size, (side, slot)));
+                    if !pos.load(slot, side) || pos.board.opponent_in_check() {
+                        continue;
+                    }
+                    let opponent = side.opponent();
+                    let (board, moves, slots) = pos.successors(|_| {});
+                    for (i, m) in moves.iter().enumerate() {
+                        if board.is_empty(m.to()) {
+                            out.push(number_of(size, (opponent, slots[i] as u64)));
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        entries.par_sort_unstable();
+        entries.dedup();
+        // The entries by block, in order: (side, block, range of `entries`).
+        let per_block = src.block_slots().max(1);
+        let mut groups: Vec<(Color, u64, std::ops::Range<usize>)> = Vec::new();
+        for (i, &e) in entries.iter().enumerate() {
+            let (side, slot) = entry_of(size, e);
+            let block = slot / per_block;
+            match groups.last_mut() {
+                Some((s, b, r)) if *s == side && *b == block => r.end = i + 1,
+                _ => groups.push((side, block, i..i + 1)),
+            }
+        }
+        let codes: Vec<Vec<u16>> = groups
+            .par_iter()
+            .map(|(side, block, range)| {
+                let codes = src
+                    .block(*side, *block)
+                    .map_err(|reason| SampleError::Block {
+                        side: *side,
+                        block: *block,
+                        reason,
+                    })?;
+                let first = block * per_block;
+                entries[range.clone()]
+                    .iter()
+                    .map(|&e| {
+                        let slot = entry_of(size, e).1;
+                        let stored =
+                            codes.get((slot - first) as usize).copied().ok_or_else(|| {
+                                SampleError::Block {
+                                    side: *side,
+                                    block: *block,
+                                    reason: format!("it has no slot {slot}"),
+                                }
+                            })?;
+                        Ok(if is_legal(index, e) {
+                            stored
+                        } else {
+                            Value::ILLEGAL_CODE
+                        })
+                    })
+                    .collect()
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Needed {
+            index,
+            rules: src.rules(),
+            entries,
+            codes: codes.concat(),
+        })
+    }
+}
+
+impl Codes for Needed<'_> {
+    fn index(&self) -> &TableIndex {
+        self.index
+    }
+    fn rules(&self) -> RuleSet {
+        self.rules
+    }
+    fn code(&self, side: Color, slot: u64) -> u16 {
+        let e = number_of(self.index.size(), (side, slot));
+        match self.entries.binary_search(&e) {
+            Ok(i) => self.codes[i],
+            // Needed::read gathers every entry verify_slot reads; anything else is a bug here.
+            Err(_) => panic!("the sample check read entry {e}, which it did not gather"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -312,6 +517,81 @@ mod tests {
             let err = check_entries(&bad, &deps, &[(side, slot)]).unwrap_err();
             assert_eq!((err.side, err.slot), (side, slot), "{rules}: {err}");
             assert!(check_sample(&bad, &deps, all, 1).is_err(), "{rules}");
+        }
+    }
+
+    /// A table read in blocks of 1,000 slots, counting the blocks decoded; `broken` fails.
+    struct Blocks<'a> {
+        table: &'a Table,
+        decoded: std::sync::atomic::AtomicU64,
+        broken: Option<(Color, u64)>,
+    }
+
+    impl BlockSource for Blocks<'_> {
+        fn index(&self) -> &TableIndex {
+            self.table.index()
+        }
+        fn rules(&self) -> RuleSet {
+            self.table.rules()
+        }
+        fn block_slots(&self) -> u64 {
+            1000
+        }
+        fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String> {
+            if self.broken == Some((side, block)) {
+                return Err("broken".into());
+            }
+            self.decoded
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let codes = self.table.codes(side);
+            let start = (block * 1000) as usize;
+            Ok(codes[start..(start + 1000).min(codes.len())].to_vec())
+        }
+    }
+
+    #[test]
+    fn a_table_read_block_by_block_is_checked_like_the_decoded_table() {
+        let (table, deps) = solved("KRvKN", RuleSet::Asian);
+        let legal = legal_entries(&table);
+        let blocks = |t| Blocks {
+            table: t,
+            decoded: 0.into(),
+            broken: None,
+        };
+        let src = blocks(&table);
+        let report = check_sample_blocks(&src, legal, &deps, SamplePolicy::DEFAULT, 3).unwrap();
+        assert_eq!(
+            report,
+            check_sample(&table, &deps, SamplePolicy::DEFAULT, 3).unwrap()
+        );
+        // Two rounds of 65,536 and one of the rest; each decodes every block at most once.
+        let per_round = 2 * table.index().size().div_ceil(1000);
+        let decoded = src.decoded.into_inner();
+        assert!(decoded > per_round && decoded <= 2 * per_round, "{decoded}");
+
+        let mut bad = table.clone();
+        flip(&mut bad, 777);
+        let all = SamplePolicy {
+            percent: 100.0,
+            minimum: 0,
+        };
+        match check_sample_blocks(&blocks(&bad), legal, &deps, all, 3) {
+            Err(SampleError::Wrong(_)) => {}
+            other => panic!("a wrong value passed: {other:?}"),
+        }
+        let broken = Blocks {
+            broken: Some((Color::Black, 5)),
+            ..blocks(&table)
+        };
+        match check_sample_blocks(&broken, legal, &deps, all, 3) {
+            Err(SampleError::Block {
+                side,
+                block,
+                reason,
+            }) => {
+                assert_eq!((side, block, reason.as_str()), (Color::Black, 5, "broken"))
+            }
+            other => panic!("a block that cannot be read passed: {other:?}"),
         }
     }
 }

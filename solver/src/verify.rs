@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use thiserror::Error;
 use xiangqi::{Board, Color};
-use xqtb_core::{Probe, ProbeError, RuleSet, Signature, Table, TableCounts, Value};
+use xqtb_core::{Probe, ProbeError, RuleSet, Signature, Table, TableCounts, TableIndex, Value};
 
 /// A slot whose stored value disagrees with its successors.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -117,6 +117,37 @@ fn verify_values(
         .try_reduce(TableCounts::default, |a, b| Ok(a.merge(b)))
 }
 
+/// Where the checks of one entry read the table's own codes: the whole decoded table for the
+/// verifier, only the entries a sample needs for the sample check of a table still compressed
+/// ([`crate::sample`]).
+pub(crate) trait Codes: Sync {
+    /// The table's index.
+    fn index(&self) -> &TableIndex;
+    /// The table's rule set.
+    fn rules(&self) -> RuleSet;
+    /// The code of `slot` with `side` to move ([`Value::ILLEGAL_CODE`] where illegal).
+    fn code(&self, side: Color, slot: u64) -> u16;
+    /// Hints that [`Codes::code`] of this entry comes soon.
+    fn prefetch(&self, _side: Color, _slot: u64) {}
+}
+
+impl Codes for Table {
+    fn index(&self) -> &TableIndex {
+        Table::index(self)
+    }
+    fn rules(&self) -> RuleSet {
+        Table::rules(self)
+    }
+    #[inline]
+    fn code(&self, side: Color, slot: u64) -> u16 {
+        self.codes(side)[slot as usize]
+    }
+    #[inline]
+    fn prefetch(&self, side: Color, slot: u64) {
+        prefetch(&self.codes(side)[slot as usize]);
+    }
+}
+
 /// What one chunk of the local pass gathers.
 pub(crate) struct Local<'a> {
     pub(crate) counts: &'a mut TableCounts,
@@ -127,8 +158,8 @@ pub(crate) struct Local<'a> {
 }
 
 /// Verifies one entry; `pos` holds the slot's placement with `side` to move when `possible`.
-pub(crate) fn verify_slot(
-    table: &Table,
+pub(crate) fn verify_slot<C: Codes + ?Sized>(
+    table: &C,
     deps: &dyn Probe,
     side: Color,
     slot: u64,
@@ -136,11 +167,11 @@ pub(crate) fn verify_slot(
     pos: &mut SlotPosition,
     local: &mut Local,
 ) -> Result<(), Box<VerifyError>> {
-    let code = table.codes(side)[slot as usize];
+    let code = table.code(side, slot);
     let stored = Value::decode(code);
     let fail = |fen: String, expected: Value| {
         Box::new(VerifyError {
-            signature: table.signature(),
+            signature: table.index().signature(),
             side,
             slot,
             fen,
@@ -161,13 +192,14 @@ pub(crate) fn verify_slot(
     // Illegal moves are recognised by their successor: an illegal slot of this table (each
     // slot's own legality is checked above, so the marks are trusted only once verified as a
     // whole) or an illegal position in a dependency.
-    let next = table.codes(side.opponent());
-    let (board, moves, slots) = pos.successors(|s| prefetch(&next[s]));
+    let opponent = side.opponent();
+    let next = |s: usize| table.code(opponent, s as u64);
+    let (board, moves, slots) = pos.successors(|s| table.prefetch(opponent, s as u64));
     let mut best = Value::Loss(0);
     let mut after: Option<Board> = None;
     for (i, &m) in moves.iter().enumerate() {
         let v = if board.is_empty(m.to()) {
-            Value::decode(next[slots[i]])
+            Value::decode(next(slots[i]))
         } else {
             let after = after.get_or_insert_with(|| board.clone());
             let captured = after.make(m);
@@ -198,7 +230,7 @@ pub(crate) fn verify_slot(
         }
         if stored == Value::Draw && best == Value::Draw && local.both_attack {
             let forced =
-                crate::verify_rules::forced_to_offend(board, moves, slots, next, &mut |m| {
+                crate::verify_rules::forced_to_offend(board, moves, slots, &next, &mut |m| {
                     let mut after = board.clone();
                     after.make(m);
                     let v = deps.probe(table.rules(), &after).ok()?;

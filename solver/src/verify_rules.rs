@@ -40,7 +40,7 @@ pub(crate) fn forced_to_offend(
     board: &Board,
     moves: &MoveList,
     slots: &[usize],
-    next: &[u16],
+    next: &dyn Fn(usize) -> u16,
     capture: &mut dyn FnMut(Move) -> Option<Value>,
 ) -> bool {
     let mut checks = true;
@@ -48,7 +48,7 @@ pub(crate) fn forced_to_offend(
     let mut classes: Option<Classifier> = None;
     for (i, &m) in moves.iter().enumerate() {
         let v = if board.is_empty(m.to()) {
-            match Value::decode(next[slots[i]]) {
+            match Value::decode(next(slots[i])) {
                 Value::Illegal => continue,
                 v => v.for_mover(),
             }

@@ -979,6 +979,104 @@ pub fn check_values(encoded: &EncodedTable) -> Result<(), CodecError> {
     Ok(())
 }
 
+/// The decompressed bytes of `side`'s block `block` of `encoded`, checked for their length.
+fn block_bytes_of(
+    encoded: &EncodedTable,
+    decoder: &BlockDecoder,
+    side: Color,
+    block: u32,
+) -> Result<Vec<u8>, CodecError> {
+    let h = &encoded.header;
+    encoded.blocks[side.index()]
+        .get(block as usize)
+        .ok_or_else(|| "no such block".to_string())
+        .and_then(|c| decoder.decompress(c, h.decompressed_len(block)))
+        .map_err(|reason| CodecError::BadBlock {
+            signature: h.signature,
+            side,
+            block,
+            reason,
+        })
+}
+
+/// The codes of one block as stored, for reading a table a block at a time without decoding it
+/// whole: every legal slot's code is the one [`decode_table`] gives, an illegal slot holds the
+/// filler (take legality from [`TableIndex::legal_sides`]). `decoder` is made with the table's
+/// dictionary.
+pub fn decode_block(
+    encoded: &EncodedTable,
+    decoder: &BlockDecoder,
+    side: Color,
+    block: u32,
+) -> Result<Vec<u16>, CodecError> {
+    let raw = block_bytes_of(encoded, decoder, side, block)?;
+    let h = &encoded.header;
+    let n = h.values_in_block(block);
+    Ok((0..n).map(|i| h.layout.code_at(&raw, n, i)).collect())
+}
+
+/// Every check of [`decode_table`] (the blocks, the values' checksums, the index scheme, the
+/// header's counts), a few blocks at a time in parallel, without holding the decoded table: the
+/// coordinator checks uploads this way (a table of 5e8 entries decoded would take 1 GB).
+pub fn check_table(encoded: &EncodedTable) -> Result<(), CodecError> {
+    encoded.validate()?;
+    let h = &encoded.header;
+    let index = TableIndex::new(h.signature);
+    h.check_index(&index)?;
+    let decoder = BlockDecoder::new(encoded.dictionary.as_deref());
+    type Part = [(crc32fast::Hasher, SideCounts); 2];
+    let empty = || -> Part { Default::default() };
+    // Both sides' blocks `b` cover the same slots, whose legality is computed once for both.
+    let [red, black] = (0..h.block_count())
+        .into_par_iter()
+        .map(|b| {
+            let raw =
+                [Color::Red, Color::Black].map(|side| block_bytes_of(encoded, &decoder, side, b));
+            let [red_raw, black_raw] = raw;
+            let raw = [red_raw?, black_raw?];
+            let n = h.values_in_block(b);
+            let first = b as u64 * h.block_values as u64;
+            let mut part = empty();
+            for (side, (crc, _)) in part.iter_mut().enumerate() {
+                crc.update(&raw[side]);
+            }
+            for i in 0..n {
+                let slot = first + i as u64;
+                let legal = index.legal_sides(slot);
+                for side in 0..2 {
+                    if legal[side] {
+                        let code = h.layout.code_at(&raw[side], n, i);
+                        part[side].1.add(slot, Value::decode(code));
+                    }
+                }
+            }
+            Ok(part)
+        })
+        // rayon reduces neighbouring ranges in order, so the checksums combine in block order.
+        .try_reduce(empty, |mut a, b| {
+            for (x, y) in a.iter_mut().zip(b) {
+                x.0.combine(&y.0);
+                x.1 = x.1.merge(y.1);
+            }
+            Ok(a)
+        })?;
+    for (side, (crc, _)) in [Color::Red, Color::Black].iter().zip([&red, &black]) {
+        if crc.clone().finalize() != h.values_crc[side.index()] {
+            return Err(CodecError::ValuesChecksum {
+                signature: h.signature,
+                side: *side,
+            });
+        }
+    }
+    if TableCounts([red.1, black.1]) != h.counts {
+        return Err(CodecError::Inconsistent(
+            h.signature,
+            "decoded values do not give the header's counts".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Decodes a whole table: checks every block, the values' checksums and the index scheme,
 /// decompresses, and restores the [`Value::ILLEGAL_CODE`] code of every illegal slot by recomputing slot
 /// legality from the index (in parallel), so the result can be verified like a freshly solved

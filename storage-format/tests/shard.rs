@@ -6,7 +6,8 @@ mod common;
 
 use common::{RULES, id, sig, solved};
 use storage_format::codec::{
-    BlockInfo, CodecParams, EncodedTable, encode_table, encode_table_with,
+    BlockDecoder, BlockInfo, CodecParams, EncodedTable, check_table, decode_block, decode_table,
+    encode_table, encode_table_with,
 };
 use storage_format::shard::{MAGIC, PREAMBLE_LEN, SHARD_VERSION};
 use storage_format::store::{ShardDir, SledStore, StoreError, TableStore};
@@ -243,6 +244,47 @@ fn an_import_checks_the_values_checksums() {
         assert!(store.list_tables().unwrap().is_empty(), "{what}");
     }
     store.import_shard(&write_shard(&t)).unwrap();
+}
+
+#[test]
+fn checking_a_table_block_by_block_finds_what_decoding_it_finds() {
+    let t = small_table(true);
+    let index = xqtb_core::TableIndex::new(t.header.signature);
+    let decoded = decode_table(&t).unwrap();
+    let decoder = BlockDecoder::new(t.dictionary.as_deref());
+    for side in Color::ALL {
+        let blocks: Vec<u16> = (0..t.blocks[side.index()].len() as u32)
+            .flat_map(|b| decode_block(&t, &decoder, side, b).unwrap())
+            .collect();
+        assert_eq!(blocks.len(), decoded.codes(side).len());
+        for (slot, (&stored, &code)) in blocks.iter().zip(decoded.codes(side)).enumerate() {
+            if index.legal_sides(slot as u64)[side.index()] {
+                assert_eq!(stored, code, "{side} slot {slot}");
+            }
+        }
+    }
+    let mut swapped = t.clone();
+    let j = (1..swapped.blocks[1].len() - 1)
+        .find(|&j| swapped.blocks[1][0] != swapped.blocks[1][j])
+        .unwrap();
+    swapped.blocks[1].swap(0, j);
+    swapped.header.blocks[1].swap(0, j);
+    let mut garbage = t.clone();
+    garbage.blocks[0][3] = b"not zstd".to_vec();
+    garbage.header.blocks[0][3] = BlockInfo::of(b"not zstd");
+    let mut lying = t.clone();
+    lying.header.counts.0[0].wins += 1;
+    for (what, table) in [
+        ("sound", t),
+        ("swapped blocks", swapped),
+        ("garbage block", garbage),
+        ("lying counts", lying),
+    ] {
+        let whole = decode_table(&table).map(|_| ()).map_err(|e| e.to_string());
+        let blockwise = check_table(&table).map_err(|e| e.to_string());
+        assert_eq!(blockwise, whole, "{what}");
+        assert_eq!(blockwise.is_ok(), what == "sound", "{what}: {blockwise:?}");
+    }
 }
 
 fn shard_dir_with(sig: &Signature, bytes: &[u8]) -> tempfile::TempDir {
