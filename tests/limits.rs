@@ -91,6 +91,15 @@ async fn start(data: &Path, plan: &[&str], limits: Limits) -> Coordinator {
     .unwrap()
 }
 
+/// A coordinator with `limits` serving a store in which `sig` and its closure are solved (the
+/// directory lives as long as the returned guard).
+async fn serving(name: &str, sig: &str, limits: Limits) -> (TempDir, Coordinator) {
+    let dir = TempDir::new(name);
+    solved_store(&dir.0, sig);
+    let c = start(&dir.0, &[], limits).await;
+    (dir, c)
+}
+
 async fn channel(c: &Coordinator) -> Channel {
     Channel::from_shared(format!("http://{}", c.addr))
         .unwrap()
@@ -304,8 +313,6 @@ async fn a_stalled_upload_times_out_and_hands_its_job_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_download_ends_with_deadline_exceeded() {
-    let dir = TempDir::new("stalled-download");
-    solved_store(&dir.0, "KRvKN");
     // Small chunks, so that a shard of 90 KB is many more than the reader's window, the
     // encoder's buffer and the channel hold between them.
     let limits = Limits {
@@ -313,7 +320,7 @@ async fn a_stalled_download_ends_with_deadline_exceeded() {
         download_chunk_bytes: 512,
         ..Limits::default()
     };
-    let c = start(&dir.0, &[], limits).await;
+    let (_dir, c) = serving("stalled-download", "KRvKN", limits).await;
     let whole = common::download(&mut TablebaseClient::new(channel(&c).await), "KRvKN").await;
     assert!(whole.len() > 64 * 1024, "{} bytes", whole.len());
 
@@ -389,9 +396,7 @@ fn batch_body(fens: &[String]) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_batches_have_a_maximum_over_grpc_and_http() {
-    let dir = TempDir::new("batch");
-    solved_store(&dir.0, "KRvKN");
-    let c = start(&dir.0, &[], Limits::default()).await;
+    let (_dir, c) = serving("batch", "KRvKN", Limits::default()).await;
     let web = HttpServer::start(
         HttpConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
@@ -487,14 +492,12 @@ async fn probe_batches_have_a_maximum_over_grpc_and_http() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_longer_than_the_request_timeout_get_deadline_exceeded() {
-    let dir = TempDir::new("deadline");
-    solved_store(&dir.0, "KRvKN");
     // A thousand probes take well over a millisecond.
     let limits = Limits {
         request_timeout: Duration::from_millis(1),
         ..Limits::default()
     };
-    let c = start(&dir.0, &[], limits).await;
+    let (_dir, c) = serving("deadline", "KRvKN", limits).await;
     let mut tb = TablebaseClient::new(channel(&c).await);
     let err = tb
         .probe_batch(ProbeBatchRequest {
