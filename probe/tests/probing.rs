@@ -1,6 +1,6 @@
 //! Probing: colour-flipped and mirrored positions give the canonical answers, moves come best
-//! first with consistent values, main lines are legal and as long as the stored distance, and
-//! bad input gets a clear error.
+//! first with consistent values, main lines are legal and as long as the stored distance (under
+//! the Asian rules ending in a cycle ruled against the loser), and bad input gets a clear error.
 
 mod common;
 
@@ -252,6 +252,34 @@ fn bad_input_gets_a_clear_error() {
 /// error, its best move keeps its value one ply deep (a capture's rule value counting as round
 /// 0 of this table, as the solver counts it), and its main line is as long as its distance and
 /// ends by the rule.
+/// Checks that the cycle of a main line ending by `rule` repeats a position, in a cycle that the
+/// adjudicator rules lost by `rule` for the side to move at the line's end; 1 if it does.
+fn check_cycle(line: &probe::MainLine, rule: xqtb_core::Rule) -> usize {
+    let mut boards = vec![line.end_board.clone()];
+    for m in &line.cycle {
+        let mut next = boards.last().unwrap().clone();
+        assert!(next.is_legal_move(m.mv), "{} in {}", m.iccs, next.fen());
+        next.make(m.mv);
+        boards.push(next);
+    }
+    let last = boards.last().unwrap();
+    let Some(i) = boards[..boards.len() - 1].iter().position(|b| b == last) else {
+        return 0;
+    };
+    let moves: Vec<Move> = line.cycle[i..].iter().map(|m| m.mv).collect();
+    let a = xiangqi::repetition::adjudicate(&boards[i], &moves).unwrap();
+    let loser = line.end_board.side_to_move();
+    assert!(
+        matches!(a.verdict, xiangqi::repetition::Verdict::Loses { loser: l, offence }
+            if l == loser && offence.name() == rule.name()),
+        "{}: the cycle {:?} is ruled {:?}",
+        line.end_board.fen(),
+        line.cycle.iter().map(|m| &m.iccs).collect::<Vec<_>>(),
+        a.verdict
+    );
+    1
+}
+
 #[test]
 fn asian_rule_values_agree_one_ply_deep_across_captures() {
     let rules = xqtb_core::RuleSet::Asian;
@@ -265,7 +293,7 @@ fn asian_rule_values_agree_one_ply_deep_across_captures() {
     }
     let tb = Tablebase::new(store);
     let table = tables.get(&xqtb_core::TableId::new(rules, root)).unwrap();
-    let (mut decided, mut through_capture) = (0, 0);
+    let (mut decided, mut through_capture, mut cycles) = (0, 0, 0);
     for (side, slot, b) in legal_positions(table) {
         let Some(_) = table.value(side, slot).rule() else {
             continue;
@@ -290,8 +318,10 @@ fn asian_rule_values_agree_one_ply_deep_across_captures() {
         };
         assert_eq!(line.moves.len(), v.plies as usize, "{}", b.fen());
         assert_eq!(line.end, LineEnd::Rule(v.rule), "{}", b.fen());
+        cycles += check_cycle(&line, v.rule);
     }
     assert!(decided > 8000, "{decided}");
+    assert_eq!(cycles, decided, "every main line shows its cycle");
     assert!(
         through_capture > 0,
         "no capture into a rule value was probed"
