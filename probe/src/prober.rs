@@ -675,31 +675,39 @@ impl<S: TableStore> Tablebase<S> {
 
     /// From a position lost by `rule` 0 plies away, the offence played on until a position
     /// repeats, in a cycle that the adjudicator ([`xiangqi::repetition::adjudicate`]) rules a
-    /// loss by `rule` for the side to move at the start. The loser plays offences (its first in
-    /// the order of the move list that keeps the position won for the other side), the winner
-    /// moves back into positions lost by a rule 0 plies away, non-offences first, and the
-    /// winner's choices are searched depth first, so that the cycle shown is one in which the
-    /// winner does not offend as much: a greedy choice can repeat a position in a cycle of the
-    /// winner's checks only, which the rule would rule against the winner. Falls back to the
-    /// first cycle found when no such cycle is found within the search's bounds.
+    /// loss by `rule` for the side to move at the start. The loser plays offences that keep the
+    /// position won for the other side, the winner moves back into positions lost by a rule 0
+    /// plies away; both prefer the moves of the start's trap (see [`CycleSearch::candidates`]),
+    /// the winner non-offences next, so that the cycle shown is one in which the winner does not
+    /// offend as much: a greedy choice can repeat a position in a cycle of the winner's checks
+    /// only, which the rule would rule against the winner. The search deepens two plies at a
+    /// time, so the shortest such cycle is found first. Falls back to the first repetition found
+    /// when no cycle ruled against the loser is found within the search's bounds.
     fn rule_cycle(
         &self,
         rules: RuleSet,
         start: &ProbeResult,
         rule: Rule,
-        _round: u8,
+        round: u8,
     ) -> Result<Vec<MoveInfo>, ProbeError> {
         let mut search = CycleSearch {
             rules,
             rule,
+            round,
             loser: start.board.side_to_move(),
             boards: vec![start.board.clone()],
             path: Vec::new(),
             first: None,
-            budget: 2000,
+            probed: HashMap::new(),
+            max_plies: 0,
         };
-        if let Some(cycle) = search.run(self, start, 0)? {
-            return Ok(cycle);
+        while search.max_plies < CycleSearch::MAX_PLIES
+            && search.probed.len() < CycleSearch::MAX_POSITIONS
+        {
+            search.max_plies += 2;
+            if let Some(cycle) = search.run(self, start, 0)? {
+                return Ok(cycle);
+            }
         }
         Ok(search.first.unwrap_or_default())
     }
@@ -721,29 +729,46 @@ impl<S: TableStore> Probe for Tablebase<S> {
     }
 }
 
-/// The depth-first search behind [`Tablebase::rule_cycle`].
+/// The search behind [`Tablebase::rule_cycle`]: depth first to `max_plies`, deepened by the
+/// caller.
 struct CycleSearch {
     rules: RuleSet,
     rule: Rule,
+    /// The round of the start's rule value: its trap's.
+    round: u8,
     loser: Color,
     /// The positions of the current path, from the start.
     boards: Vec<Board>,
     path: Vec<MoveInfo>,
     /// The first repetition found, whatever its verdict.
     first: Option<Vec<MoveInfo>>,
-    /// Positions still allowed to probe.
-    budget: usize,
+    /// The positions probed so far (each deepening meets the last one's again).
+    probed: HashMap<Board, ProbeResult>,
+    /// Longest path of this deepening, in plies.
+    max_plies: usize,
 }
 
 impl CycleSearch {
     /// Longest path searched, in plies.
     const MAX_PLIES: usize = 40;
+    /// Most positions probed.
+    const MAX_POSITIONS: usize = 4000;
 
+    /// The moves searched from `current`, in the order tried. The loser: offences that keep the
+    /// position won for the other side, those that stay in the trap of the start (the winner
+    /// wins by the same rule, in the same round, one ply later) first: another offence can lead
+    /// into another rule's trap, where the loser no longer has to commit this offence. The
+    /// winner: moves back into positions lost by a rule 0 plies away, those of the start's trap
+    /// first, then non-offences.
     fn candidates(&self, current: &ProbeResult) -> Vec<MoveInfo> {
         use xiangqi::repetition::{MoveClass, classify};
         let offence = |c: MoveClass| match self.rule {
             Rule::PerpetualCheck => c == MoveClass::Check,
             Rule::PerpetualChase => matches!(c, MoveClass::Chase(_)),
+        };
+        let same_trap = |v: Value, plies: u16| {
+            matches!(v, Value::RuleWin(r) | Value::RuleLoss(r)
+                if r.plies == plies && r.rule == self.rule && r.round == self.round)
         };
         let loser_to_move = current.board.side_to_move() == self.loser;
         let mut out: Vec<(bool, bool, &MoveInfo)> = current
@@ -759,19 +784,21 @@ impl CycleSearch {
             })
             .map(|m| {
                 let o = offence(classify(&current.board, m.mv));
-                let direct = matches!(m.value, Value::RuleWin(r) if r.plies == 1);
-                (o, direct, m)
+                let trap = same_trap(m.value, if loser_to_move { 1 } else { 0 });
+                (o, trap, m)
             })
             .filter(|(o, _, _)| !loser_to_move || *o)
             .collect();
-        // The loser: moves that keep the rule's cycle first; the winner: non-offences first.
         out.sort_by(|a, b| {
-            if loser_to_move {
-                b.1.cmp(&a.1)
-            } else {
-                a.0.cmp(&b.0)
-            }
-            .then_with(|| a.2.iccs.cmp(&b.2.iccs))
+            b.1.cmp(&a.1)
+                .then_with(|| {
+                    if loser_to_move {
+                        std::cmp::Ordering::Equal
+                    } else {
+                        a.0.cmp(&b.0)
+                    }
+                })
+                .then_with(|| a.2.iccs.cmp(&b.2.iccs))
         });
         out.into_iter().map(|(_, _, m)| m.clone()).collect()
     }
@@ -782,10 +809,9 @@ impl CycleSearch {
         current: &ProbeResult,
         ply: usize,
     ) -> Result<Option<Vec<MoveInfo>>, ProbeError> {
-        if ply >= Self::MAX_PLIES || self.budget == 0 {
+        if ply >= self.max_plies {
             return Ok(None);
         }
-        let loser_to_move = current.board.side_to_move() == self.loser;
         for m in self.candidates(current) {
             let mut next = current.board.clone();
             next.make(m.mv);
@@ -804,8 +830,18 @@ impl CycleSearch {
                     return Ok(Some(self.path.clone()));
                 }
             } else {
-                self.budget = self.budget.saturating_sub(1);
-                let probed = tb.probe_board(self.rules, &next)?;
+                let probed = match self.probed.get(&next) {
+                    Some(p) => p.clone(),
+                    None if self.probed.len() >= Self::MAX_POSITIONS => {
+                        self.path.pop();
+                        return Ok(None);
+                    }
+                    None => {
+                        let p = tb.probe_board(self.rules, &next)?;
+                        self.probed.insert(next.clone(), p.clone());
+                        p
+                    }
+                };
                 self.boards.push(next);
                 let found = self.run(tb, &probed, ply + 1)?;
                 self.boards.pop();
@@ -814,10 +850,6 @@ impl CycleSearch {
                 }
             }
             self.path.pop();
-            // The loser's choice is its own: only its first offence is followed.
-            if loser_to_move {
-                break;
-            }
         }
         Ok(None)
     }
