@@ -238,6 +238,11 @@ impl Classifier {
         }
         let after = threatened_on(&mut self.scratch, mover).0;
         self.scratch.unmake(m, captured);
+        if after == 0 {
+            // Nothing is threatened after the move, so nothing newly: what was threatened before
+            // is not needed (most moves of most positions end here).
+            return MoveClass::Idle;
+        }
         let before = match self.threats_before {
             Some(b) => b,
             None => {
