@@ -122,6 +122,14 @@ impl<'a> SlotPosition<'a> {
         }
         (&self.board, &self.moves, &self.slots[..self.moves.len()])
     }
+
+    /// The moves and slots the last [`SlotPosition::successors`] found, readable while the
+    /// position is borrowed again (they stay until the next call of it or of
+    /// [`SlotPosition::predecessors`]).
+    #[inline]
+    pub fn last_successors(&self) -> (&MoveList, &[usize]) {
+        (&self.moves, &self.slots[..self.moves.len()])
+    }
 }
 
 /// Asks the CPU to start loading the cache line of `p`. Table lookups of neighbouring slots are

@@ -28,7 +28,7 @@ mod search;
 
 use crate::CHUNK_SLOTS;
 use crate::capture::CaptureValues;
-use crate::position::SlotPosition;
+use crate::position::{SlotPosition, prefetch};
 use crate::solve::{Progress, SolveError, Solver, capture_holds, is_unresolved};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -164,11 +164,13 @@ impl<'a> Phase<'a> {
     /// move, otherwise. Captures are looked at last, only when the quiet moves all lose.
     fn look_if_lost(&self, pos: &mut SlotPosition) -> Result<Option<Look>, SolveError> {
         let them = self.states(pos.board.side_to_move().opponent());
-        let mut moves = MoveList::new();
-        pos.board.pseudo_moves(&mut moves);
+        let (board, moves, slots) = pos.successors(|q| prefetch(&them[q]));
         let mut best = Value::Illegal;
-        for &m in moves.iter().filter(|m| pos.board.is_empty(m.to())) {
-            let c = them[pos.slot_after_move(m) as usize].load(Relaxed);
+        for (i, &m) in moves.iter().enumerate() {
+            if !board.is_empty(m.to()) {
+                continue;
+            }
+            let c = them[slots[i]].load(Relaxed);
             if c == Value::ILLEGAL_CODE {
                 continue;
             }
@@ -181,6 +183,9 @@ impl<'a> Phase<'a> {
             }
         }
         let mut open = false;
+        // Captures change the board while they are looked at: they go through a copy of the
+        // list.
+        let moves = pos.last_successors().0.clone();
         for &m in moves.iter() {
             if pos.board.is_empty(m.to()) {
                 continue;
@@ -201,26 +206,25 @@ impl<'a> Phase<'a> {
     /// Whether the side to move of the loaded position (undecided, its captures all losing) is
     /// forced to offend: every legal quiet move into an undecided position is a check, or
     /// every one chases one and the same piece, and every other move loses.
-    fn forced(&self, pos: &SlotPosition) -> bool {
+    fn forced(&self, pos: &mut SlotPosition) -> bool {
         let side = pos.board.side_to_move();
         let them = self.states(side.opponent());
-        let mut moves = MoveList::new();
-        pos.board.pseudo_moves(&mut moves);
+        let (board, moves, slots) = pos.successors(|q| prefetch(&them[q]));
         let mut checks = true;
         let mut chased = !0u128;
         let mut classifier: Option<Classifier> = None;
-        for &m in moves.iter() {
-            if !pos.board.is_empty(m.to()) {
+        for (i, &m) in moves.iter().enumerate() {
+            if !board.is_empty(m.to()) {
                 continue;
             }
-            match them[pos.slot_after_move(m) as usize].load(Relaxed) {
+            match them[slots[i]].load(Relaxed) {
                 Value::ILLEGAL_CODE => continue,
                 c if is_undecided(c) => {}
                 // Decided successors are wins for the opponent, or this would be decided.
                 _ => continue,
             }
             match classifier
-                .get_or_insert_with(|| Classifier::new(&pos.board))
+                .get_or_insert_with(|| Classifier::new(board))
                 .class(m)
             {
                 MoveClass::Check => chased = 0,

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use xiangqi::repetition::{Classifier, MoveClass};
-use xiangqi::{Color, Move, MoveList, Square};
+use xiangqi::{Color, Move, Square};
 use xqtb_core::{MAX_PIECES, Rule};
 
 /// Nodes handed to the rule engine at once: bounds the memory of the explicit graphs (a larger
@@ -191,18 +191,24 @@ impl Components {
 /// Calls `f(m, slot)` for each move of the trap graph from the loaded position, whose state is
 /// `c`: for an offender position every quiet move into an undecided position, for a winner
 /// position its quiet moves into offender positions.
-fn graph_moves(phase: &Phase, pos: &SlotPosition, c: u16, mut f: impl FnMut(Move, u64)) {
+fn graph_moves(
+    phase: &Phase,
+    pos: &mut SlotPosition,
+    c: u16,
+    mut f: impl FnMut(&SlotPosition, Move, u64),
+) {
     let them = phase.states(pos.board.side_to_move().opponent());
-    let mut moves = MoveList::new();
-    pos.board.pseudo_moves(&mut moves);
-    for &m in moves.iter() {
+    pos.successors(|q| prefetch(&them[q]));
+    let pos = &*pos;
+    let (moves, slots) = pos.last_successors();
+    for (i, &m) in moves.iter().enumerate() {
         if !pos.board.is_empty(m.to()) {
             continue;
         }
-        let q = pos.slot_after_move(m);
-        let sc = them[q as usize].load(Relaxed);
+        let q = slots[i];
+        let sc = them[q].load(Relaxed);
         if is_undecided(sc) && (c & OFFENDER != 0 || sc & OFFENDER != 0) {
-            f(m, q);
+            f(pos, m, q as u64);
         }
     }
 }
@@ -225,7 +231,7 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
             return;
         }
         let c = phase.code((side, slot));
-        graph_moves(phase, &pos, c, |_, q| {
+        graph_moves(phase, &mut pos, c, |_, _, q| {
             if let Some(to) = nodes.id(entry_of(size, (side.opponent(), q))) {
                 comps.union(id, to);
             }
@@ -334,7 +340,7 @@ fn mark_roles(phase: &Phase) {
                 continue;
             }
             states[slot as usize].fetch_or(OFFENDER, Relaxed);
-            graph_moves(phase, pos, OFFENDER, |_, q| {
+            graph_moves(phase, pos, OFFENDER, |_, _, q| {
                 if them[q as usize].load(Relaxed) & WINNER == 0 {
                     them[q as usize].fetch_or(WINNER, Relaxed);
                 }
@@ -345,9 +351,9 @@ fn mark_roles(phase: &Phase) {
 }
 
 /// Whether the loaded position has a quiet move into an offender position.
-fn reaches_offender(phase: &Phase, pos: &SlotPosition) -> bool {
+fn reaches_offender(phase: &Phase, pos: &mut SlotPosition) -> bool {
     let mut any = false;
-    graph_moves(phase, pos, 0, |_, _| any = true);
+    graph_moves(phase, pos, 0, |_, _, _| any = true);
     any
 }
 
@@ -416,7 +422,7 @@ fn keep_safe(phase: &Phase) {
                         } else if gone == GONE_OFFENDER
                             && c & WINNER != 0
                             && q.load(p as u64, them)
-                            && !reaches_offender(phase, &q)
+                            && !reaches_offender(phase, &mut q)
                         {
                             lose(them, p as u64, WINNER, GONE_WINNER);
                         }
@@ -475,8 +481,8 @@ impl TableGame {
                     let c = phase.code((side, slot));
                     escapes.push(c & OFFENDER == 0);
                     if pos.load(slot, side) {
-                        let mut classes = Classifier::new(&pos.board);
-                        graph_moves(phase, &pos, c, |m, q| {
+                        let mut classes: Option<Classifier> = None;
+                        graph_moves(phase, &mut pos, c, |pos, m, q| {
                             let target = entry_of(size, (side.opponent(), q));
                             let to = entries
                                 .binary_search(&target)
@@ -484,6 +490,8 @@ impl TableGame {
                                 as u32;
                             let map_slots =
                                 identical.then(|| slot_map(index, &s.pieces, pos.squares(), m, q));
+                            let classes =
+                                classes.get_or_insert_with(|| Classifier::new(&pos.board));
                             let label = match classes.class(m) {
                                 MoveClass::Check => Label::Check,
                                 MoveClass::Idle => Label::Idle,
