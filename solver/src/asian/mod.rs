@@ -18,7 +18,7 @@
 //! Rounds stop when one finds no trap; what is left is a draw.
 //!
 //! Memory: the phase keeps its bookkeeping in the two-byte states themselves (an undecided
-//! state has six flag bits), and builds explicit graphs only for one batch of connected
+//! state has nine flag bits), and builds explicit graphs only for one batch of connected
 //! components of the trap graph at a time. Every step is a fixed point or a level of a
 //! breadth-first propagation whose writes do not depend on their order, so the result is the
 //! same bit for bit for any thread count.
@@ -59,7 +59,11 @@ const WINNER: u16 = 1 << 5;
 const GONE_WINNER: u16 = 1 << 6;
 /// In the trap search: lost [`OFFENDER`] in the last wave.
 const GONE_OFFENDER: u16 = 1 << 7;
-const FLAGS: u16 = 0xFF;
+/// Some quiet move leads here from a position marked [`FORCED`], set when that one is marked:
+/// the trap search's winner role without a pass over every forced position's moves in every
+/// round. It may outlast that position (decided later), which the search checks for.
+const ROLE_WINNER: u16 = 1 << 8;
+const FLAGS: u16 = 0x1FF;
 
 /// Whether a state is undecided (whatever its flags).
 #[inline]
@@ -205,7 +209,8 @@ impl<'a> Phase<'a> {
 
     /// Whether the side to move of the loaded position (undecided, its captures all losing) is
     /// forced to offend: every legal quiet move into an undecided position is a check, or
-    /// every one chases one and the same piece, and every other move loses.
+    /// every one chases one and the same piece, and every other move loses. When it is, the
+    /// positions those moves lead to get [`ROLE_WINNER`].
     fn forced(&self, pos: &mut SlotPosition) -> bool {
         let side = pos.board.side_to_move();
         let them = self.states(side.opponent());
@@ -239,7 +244,20 @@ impl<'a> Phase<'a> {
             }
         }
         // A position without a move into an undecided one would be decided.
-        classifier.is_some()
+        if classifier.is_none() {
+            return false;
+        }
+        // Forced: its moves into undecided positions lead to positions of the winner role.
+        for (i, &m) in moves.iter().enumerate() {
+            if board.is_empty(m.to()) {
+                let a = &them[slots[i]];
+                let c = a.load(Relaxed);
+                if is_undecided(c) && c & ROLE_WINNER == 0 {
+                    a.fetch_or(ROLE_WINNER, Relaxed);
+                }
+            }
+        }
+        true
     }
 
     /// Marks as forced to offend the undecided positions that can lose (all of them, or only

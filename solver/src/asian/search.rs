@@ -15,8 +15,8 @@
 //!    engine's traps are written as this round's terminals.
 
 use super::{
-    FORCED, GONE_OFFENDER, GONE_WINNER, OFFENDER, Phase, Pos, TOUCHED, WINNER, is_undecided,
-    rule_value,
+    FORCED, GONE_OFFENDER, GONE_WINNER, OFFENDER, Phase, Pos, ROLE_WINNER, TOUCHED, WINNER,
+    is_undecided, rule_value,
 };
 use crate::position::{SlotPosition, prefetch};
 use crate::rules::{Edge, Game, Label, SLOTS, Target, traps};
@@ -221,6 +221,10 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
     let t0 = std::time::Instant::now();
     mark_roles(phase);
     keep_safe(phase);
+    if !all {
+        // In the first round every winner role was given in this round's marking.
+        drop_stale_winners(phase);
+    }
     let nodes = NodeSet::of(phase, OFFENDER | WINNER);
     let t1 = t0.elapsed().as_secs_f64();
     let comps = Components::new(nodes.len);
@@ -329,22 +333,41 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
 }
 
 /// Flags the forced positions as offenders and the undecided positions their moves lead to as
-/// winner positions.
+/// winner positions (those marked [`ROLE_WINNER`] when a position leading there was marked
+/// forced; [`drop_stale_winners`] takes the role from those left without one).
 fn mark_roles(phase: &Phase) {
+    for side in Color::ALL {
+        phase.states(side).par_iter().for_each(|a| {
+            let c = a.load(Relaxed);
+            if is_undecided(c) && c & (FORCED | ROLE_WINNER) != 0 {
+                let offender = if c & FORCED != 0 { OFFENDER } else { 0 };
+                let winner = if c & ROLE_WINNER != 0 { WINNER } else { 0 };
+                a.store(c | offender | winner, Relaxed);
+            }
+        });
+    }
+}
+
+/// Takes the winner role from the positions the safety fixed point kept whose positions forced
+/// to offend (those their [`ROLE_WINNER`] came from) have all been decided since. No offender
+/// position leads to such a position, so no other position's safety depended on it: what is
+/// left is the fixed point over the winner roles as [`graph_moves`] would find them afresh.
+fn drop_stale_winners(phase: &Phase) {
     let _ = phase.par_chunks(|side, slots, pos| {
         let states = phase.states(side);
-        let them = phase.states(side.opponent());
+        let preds = phase.states(side.opponent());
         for slot in slots {
             let c = states[slot as usize].load(Relaxed);
-            if !is_undecided(c) || c & FORCED == 0 || !pos.load(slot, side) {
+            if !is_undecided(c) || c & WINNER == 0 || !pos.load(slot, side) {
                 continue;
             }
-            states[slot as usize].fetch_or(OFFENDER, Relaxed);
-            graph_moves(phase, pos, OFFENDER, |_, _, q| {
-                if them[q as usize].load(Relaxed) & WINNER == 0 {
-                    them[q as usize].fetch_or(WINNER, Relaxed);
-                }
+            let led = pos.predecessors(|p| prefetch(&preds[p])).iter().any(|&p| {
+                let c = preds[p].load(Relaxed);
+                is_undecided(c) && c & FORCED != 0
             });
+            if !led {
+                states[slot as usize].fetch_and(!(WINNER | ROLE_WINNER), Relaxed);
+            }
         }
         Ok(())
     });
