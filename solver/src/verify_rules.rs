@@ -676,13 +676,13 @@ impl Net {
 }
 
 /// Adds to `set` the entries its entries' quiet legal moves lead to whose code `pick` accepts
-/// (and, when `seeds` is given, first the entries whose code `seeds` accepts).
-fn add_successors(
-    table: &Table,
-    set: &EntrySet,
-    seeds: Option<&(dyn Fn(u16) -> bool + Sync)>,
-    pick: &(dyn Fn(u16) -> bool + Sync),
-) {
+/// (and, when `seeds` is given, first the entries whose code `seeds` accepts). Generic rather
+/// than over `dyn Fn`: `seeds` is asked about every code of the table.
+fn add_successors<S, P>(table: &Table, set: &EntrySet, seeds: Option<&S>, pick: &P)
+where
+    S: Fn(u16) -> bool + Sync,
+    P: Fn(u16) -> bool + Sync,
+{
     let index = table.index();
     let size = index.size();
     let pieces = index.piece_list();
@@ -836,7 +836,9 @@ pub(crate) fn check(
     if forced_draws.is_empty() {
         return Ok(());
     }
-    add_successors(table, &forced_draws, None, &|c| c == Value::DRAW_CODE);
+    add_successors(table, &forced_draws, None::<&fn(u16) -> bool>, &|c| {
+        c == Value::DRAW_CODE
+    });
     let won = |v: Value| v.is_win();
     let t0 = std::time::Instant::now();
     let net = build(table, deps, forced_draws.into_nodes(), &won)?;
