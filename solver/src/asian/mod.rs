@@ -168,13 +168,13 @@ impl<'a> Phase<'a> {
     /// move, otherwise. Captures are looked at last, only when the quiet moves all lose.
     fn look_if_lost(&self, pos: &mut SlotPosition) -> Result<Option<Look>, SolveError> {
         let them = self.states(pos.board.side_to_move().opponent());
-        let (board, moves, slots) = pos.successors(|q| prefetch(&them[q]));
+        // Slots are computed one by one, as in the retrograde solver's loss test: most
+        // candidates fail at one of their first moves, so prefetching them all does not pay.
+        let mut moves = MoveList::new();
+        pos.board.pseudo_moves(&mut moves);
         let mut best = Value::Illegal;
-        for (i, &m) in moves.iter().enumerate() {
-            if !board.is_empty(m.to()) {
-                continue;
-            }
-            let c = them[slots[i]].load(Relaxed);
+        for &m in moves.iter().filter(|m| pos.board.is_empty(m.to())) {
+            let c = them[pos.slot_after_move(m) as usize].load(Relaxed);
             if c == Value::ILLEGAL_CODE {
                 continue;
             }
@@ -187,9 +187,6 @@ impl<'a> Phase<'a> {
             }
         }
         let mut open = false;
-        // Captures change the board while they are looked at: they go through a copy of the
-        // list.
-        let moves = pos.last_successors().0.clone();
         for &m in moves.iter() {
             if pos.board.is_empty(m.to()) {
                 continue;
