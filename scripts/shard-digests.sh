@@ -16,12 +16,19 @@ case "$set_name" in
   krnvkr) sigs="KRNvKR" ;;
   *) echo "unknown set $set_name" >&2; exit 2 ;;
 esac
+# The rule set given to `solve` is also the one to list and export.
+rules=()
+prev=
+for a in "$@"; do
+  [ "$prev" = --rules ] && rules=(--rules "$a")
+  prev=$a
+done
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # shellcheck disable=SC2086
 "$bin" solve $sigs --data "$dir/data" "$@" >/dev/null
 mkdir -p "$dir/shards"
 "$bin" tables --json --data "$dir/data" | sed -n 's/.*"table":"\([A-Za-z]*\)".*/\1/p' | while read -r t; do
-  "$bin" export "$t" -o "$dir/shards/$t.xqtb" --data "$dir/data" >/dev/null
+  "$bin" export "$t" -o "$dir/shards/$t.xqtb" --data "$dir/data" "${rules[@]}" >/dev/null
   printf '%s  %s\n' "$(sha256sum "$dir/shards/$t.xqtb" | cut -d' ' -f1)" "$t"
 done
