@@ -700,9 +700,11 @@ impl<S: TableStore> Tablebase<S> {
             first: None,
             probed: HashMap::new(),
             max_plies: 0,
+            steps: 0,
         };
         while search.max_plies < CycleSearch::MAX_PLIES
             && search.probed.len() < CycleSearch::MAX_POSITIONS
+            && search.steps < CycleSearch::MAX_STEPS
         {
             search.max_plies += 2;
             if let Some(cycle) = search.run(self, start, 0)? {
@@ -746,6 +748,8 @@ struct CycleSearch {
     probed: HashMap<Board, ProbeResult>,
     /// Longest path of this deepening, in plies.
     max_plies: usize,
+    /// Moves tried so far, over all deepenings.
+    steps: usize,
 }
 
 impl CycleSearch {
@@ -753,6 +757,9 @@ impl CycleSearch {
     const MAX_PLIES: usize = 40;
     /// Most positions probed.
     const MAX_POSITIONS: usize = 4000;
+    /// Most moves tried: positions already probed cost nothing to probe again, and paths that
+    /// meet them by transposition could otherwise be walked exponentially often.
+    const MAX_STEPS: usize = 200_000;
 
     /// The moves searched from `current`, in the order tried. The loser: offences that keep the
     /// position won for the other side, those that stay in the trap of the start (the winner
@@ -813,6 +820,10 @@ impl CycleSearch {
             return Ok(None);
         }
         for m in self.candidates(current) {
+            if self.steps >= Self::MAX_STEPS {
+                return Ok(None);
+            }
+            self.steps += 1;
             let mut next = current.board.clone();
             next.make(m.mv);
             self.path.push(m);
