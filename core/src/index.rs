@@ -21,6 +21,7 @@
 //! file, decode to `None`; the other illegal slots (kings facing, the side not to move in check)
 //! are found by [`TableIndex::board`] followed by the usual check test.
 
+use crate::key::SlotRange;
 use crate::signature::Signature;
 use strength_reduce::StrengthReducedU64;
 use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
@@ -406,6 +407,7 @@ pub struct TableIndex {
     asym_total: u64,
     /// The piece at each flat position (see [`TableIndex::piece_list`]).
     pieces_at: [Option<Piece>; MAX_PIECES],
+    slices: Vec<Slice>,
 }
 
 /// Order of the free groups from the most significant digit: pawns first, the long-range
@@ -512,6 +514,14 @@ impl TableIndex {
             size,
             pieces: first,
             group_of,
+            slices: vec![Slice {
+                slots: crate::SlotRange {
+                    start: 0,
+                    end: size,
+                },
+                pawn_ranks: [Vec::new(), Vec::new()],
+                advances_into: Vec::new(),
+            }],
         }
         .with_pieces()
     }
@@ -890,6 +900,17 @@ impl TableIndex {
         self.encode(squares).ok_or(SlotError::OffPoints)
     }
 
+    /// The table's pawn slices in slot order (one slice of every slot for a table without
+    /// pawns). See [`Slice`].
+    pub fn slices(&self) -> &[Slice] {
+        &self.slices
+    }
+
+    /// The slice that holds `slot` (padding after a slice counts as that slice's).
+    pub fn slice_of(&self, slot: u64) -> usize {
+        self.slices.partition_point(|s| s.slots.start <= slot) - 1
+    }
+
     /// Legal positions per side to move `[Red, Black]`, counted slot by slot in parallel.
     pub fn count_legal(&self) -> [u64; 2] {
         self.count_legal_with(&|_| {})
@@ -914,6 +935,26 @@ impl TableIndex {
             .reduce(|| [0, 0], |a, b| [a[0] + b[0], a[1] + b[1]])
     }
 }
+
+/// One pawn slice of a table: the placements in which each side's pawns stand on given ranks.
+/// Pawns never move back, so a move either keeps a position in its slice or leaves the table
+/// (a capture) or the slice (a pawn's step forward, into a slice that comes earlier in slot
+/// order). A slice is a contiguous range of slots; the padding after it, up to the next
+/// multiple of [`SLICE_ALIGN`], holds no placement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slice {
+    /// The slice's slots, padding excluded.
+    pub slots: SlotRange,
+    /// The ranks of Red's pawns and of Black's pawns, each in increasing order.
+    pub pawn_ranks: [Vec<u8>; 2],
+    /// The slices (by position in [`TableIndex::slices`]) that one pawn's step forward leads
+    /// into from this one.
+    pub advances_into: Vec<usize>,
+}
+
+/// Alignment of slice starts, in slots: a multiple of the storage block size, so that every
+/// slice is a run of whole blocks and a table is the concatenation of its slices' blocks.
+pub const SLICE_ALIGN: u64 = 1 << 14;
 
 /// Why a board has no slot in a table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! lookup can fail ([`ProbeError`]).
 
 use crate::index::TableIndex;
-use crate::key::TableId;
+use crate::key::{SlotRange, TableId};
 use crate::rules::RuleSet;
 use crate::signature::{Material, Signature};
 use crate::value::Value;
@@ -91,12 +91,15 @@ impl PartialEq for ProbeError {
 
 impl Eq for ProbeError {}
 
-/// A solved table: its rule set and the values of every slot for both sides to move.
+/// A solved table, or a solved part of one (a range of its slots, such as a pawn slice): its
+/// rule set and the values of its slots for both sides to move.
 #[derive(Clone)]
 pub struct Table {
     index: TableIndex,
     rules: RuleSet,
-    /// Encoded [`Value`]s, indexed by side to move then slot.
+    /// The slots held: every slot of the index for a whole table.
+    slots: SlotRange,
+    /// Encoded [`Value`]s, indexed by side to move then slot minus `slots.start`.
     codes: [Vec<u16>; 2],
 }
 
@@ -104,8 +107,9 @@ impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "Table({}, {} slots per side)",
+            "Table({}, slots {} of {} per side)",
             self.id(),
+            self.slots,
             self.index.size()
         )
     }
@@ -118,18 +122,55 @@ impl Table {
     /// # Panics
     /// If a side's codes do not cover the index exactly (a programming error).
     pub fn new(index: TableIndex, rules: RuleSet, codes: [Vec<u16>; 2]) -> Table {
+        let slots = SlotRange {
+            start: 0,
+            end: index.size(),
+        };
+        Table::part(index, rules, slots, codes)
+    }
+
+    /// The part of a table of `index` that holds the slots `slots`, from the encoded values of
+    /// each side to move (the first code is slot `slots.start`'s).
+    ///
+    /// # Panics
+    /// If `slots` is not within the index or a side's codes do not cover it exactly (a
+    /// programming error).
+    pub fn part(
+        index: TableIndex,
+        rules: RuleSet,
+        slots: SlotRange,
+        codes: [Vec<u16>; 2],
+    ) -> Table {
+        assert!(
+            slots.start <= slots.end && slots.end <= index.size(),
+            "slots {slots} are not within the index"
+        );
         for c in &codes {
-            assert_eq!(
-                c.len() as u64,
-                index.size(),
-                "values do not match the index"
-            );
+            assert_eq!(c.len() as u64, slots.len(), "values do not match the slots");
         }
         Table {
             index,
             rules,
+            slots,
             codes,
         }
+    }
+
+    /// The slots this table holds (all of its index unless it is a part).
+    #[inline]
+    pub fn slots(&self) -> SlotRange {
+        self.slots
+    }
+
+    /// Whether this holds every slot of its index.
+    pub fn is_whole(&self) -> bool {
+        self.slots.start == 0 && self.slots.end == self.index.size()
+    }
+
+    /// Whether slot `slot` is held.
+    #[inline]
+    pub fn holds(&self, slot: u64) -> bool {
+        self.slots.start <= slot && slot < self.slots.end
     }
 
     /// The index the values are laid out by.
@@ -154,13 +195,13 @@ impl Table {
         TableId::new(self.rules, self.signature())
     }
 
-    /// The value of `slot` with `side` to move.
+    /// The value of `slot` (one of the held slots) with `side` to move.
     #[inline]
     pub fn value(&self, side: Color, slot: u64) -> Value {
-        Value::decode(self.codes[side.index()][slot as usize])
+        Value::decode(self.codes[side.index()][(slot - self.slots.start) as usize])
     }
 
-    /// The encoded values of `side` to move, by slot.
+    /// The encoded values of `side` to move, by slot (from [`Table::slots`]'s start).
     #[inline]
     pub fn codes(&self, side: Color) -> &[u16] {
         &self.codes[side.index()]
@@ -228,8 +269,14 @@ pub trait Probe: Sync {
     /// is a draw without a table.
     fn probe(&self, rules: RuleSet, board: &Board) -> Result<Value, ProbeError>;
 
-    /// Whether the table `id` is available.
+    /// Whether the table `id` is available whole.
     fn has_table(&self, id: &TableId) -> bool;
+
+    /// Whether every slot of `slots` of table `id` is available (a whole table, or a part that
+    /// holds them: the solver of a pawn slice needs the slices its pawn advances lead into).
+    fn has_slots(&self, id: &TableId, _slots: SlotRange) -> bool {
+        self.has_table(id)
+    }
 
     /// The whole table `id` when it is held in memory (the solver then reads it directly).
     fn table(&self, _id: &TableId) -> Option<&Table> {
@@ -237,10 +284,12 @@ pub trait Probe: Sync {
     }
 }
 
-/// Solved tables held in memory, keyed by table (signature and rule set).
+/// Solved tables held in memory, keyed by table (signature and rule set), whole or in parts.
 #[derive(Default, Clone)]
 pub struct MemoryTables {
     tables: HashMap<TableId, Arc<Table>>,
+    /// Parts of tables not held whole, by their first slot.
+    parts: HashMap<TableId, Vec<Arc<Table>>>,
 }
 
 impl MemoryTables {
@@ -249,24 +298,62 @@ impl MemoryTables {
         Self::default()
     }
 
-    /// Adds (or replaces) a table.
+    /// Adds (or replaces) a table, or adds a part of one (replacing a part with the same first
+    /// slot). A whole table replaces its parts.
     pub fn insert(&mut self, table: Arc<Table>) {
-        self.tables.insert(table.id(), table);
+        let id = table.id();
+        if table.is_whole() {
+            self.parts.remove(&id);
+            self.tables.insert(id, table);
+            return;
+        }
+        let parts = self.parts.entry(id).or_default();
+        let start = table.slots().start;
+        match parts.binary_search_by_key(&start, |p| p.slots().start) {
+            Ok(i) => parts[i] = table,
+            Err(i) => parts.insert(i, table),
+        }
     }
 
-    /// The table `id`, if held.
+    /// The whole table `id`, if held.
     pub fn get(&self, id: &TableId) -> Option<&Arc<Table>> {
         self.tables.get(id)
     }
 
-    /// Keeps only the tables `keep` accepts.
-    pub fn retain(&mut self, mut keep: impl FnMut(&TableId) -> bool) {
-        self.tables.retain(|id, _| keep(id));
+    /// The held table or part of `id` that holds `slot`.
+    pub fn holding(&self, id: &TableId, slot: u64) -> Option<&Arc<Table>> {
+        if let Some(t) = self.tables.get(id) {
+            return Some(t);
+        }
+        let parts = self.parts.get(id)?;
+        let i = parts.partition_point(|p| p.slots().start <= slot);
+        parts[..i].last().filter(|p| p.holds(slot))
     }
 
-    /// Whether `id` is held.
+    /// Keeps only the tables (and parts) `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&TableId) -> bool) {
+        self.tables.retain(|id, _| keep(id));
+        self.parts.retain(|id, _| keep(id));
+    }
+
+    /// Whether `id` is held whole.
     pub fn contains(&self, id: &TableId) -> bool {
         self.tables.contains_key(id)
+    }
+
+    /// Whether every slot of `slots` of `id` is held, whole or by parts.
+    pub fn contains_slots(&self, id: &TableId, slots: SlotRange) -> bool {
+        if self.contains(id) {
+            return true;
+        }
+        let mut next = slots.start;
+        while next < slots.end {
+            match self.holding(id, next) {
+                Some(p) => next = p.slots().end,
+                None => return false,
+            }
+        }
+        true
     }
 
     /// Locates `board` in its table of `rules`: `None` for dead-draw material.
@@ -280,11 +367,21 @@ impl MemoryTables {
             return Ok(None);
         }
         let id = TableId::new(rules, o.signature);
-        let table = self.tables.get(&id).ok_or(ProbeError::MissingTable(id))?;
-        let slot = table
+        let any = match self.tables.get(&id) {
+            Some(t) => t,
+            None => self
+                .parts
+                .get(&id)
+                .and_then(|p| p.first())
+                .ok_or(ProbeError::MissingTable(id))?,
+        };
+        let slot = any
             .index
             .slot_of(board, o.rotated)
             .map_err(|e| ProbeError::Illegal(e.to_string()))?;
+        let table = self
+            .holding(&id, slot)
+            .ok_or(ProbeError::MissingTable(id))?;
         Ok(Some((
             Location {
                 signature: o.signature,
@@ -299,6 +396,10 @@ impl MemoryTables {
 impl Probe for MemoryTables {
     fn has_table(&self, id: &TableId) -> bool {
         self.contains(id)
+    }
+
+    fn has_slots(&self, id: &TableId, slots: SlotRange) -> bool {
+        self.contains_slots(id, slots)
     }
 
     fn table(&self, id: &TableId) -> Option<&Table> {
