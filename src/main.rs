@@ -236,6 +236,14 @@ fn info(text: &str, count: bool, data: &std::path::Path) -> Result<()> {
         "index size: {size} slots per side to move ({} entries)",
         2 * size
     );
+    let slices = index.slices();
+    if slices.len() > 1 {
+        let largest = slices.iter().map(|s| s.slots.len()).max().unwrap_or(0);
+        println!(
+            "pawn slices: {} (by the ranks of the pawns; the largest holds {largest} slots)",
+            slices.len()
+        );
+    }
     let placements = xqtb_core::count::count_signature(&sig);
     // The index keeps one of each pair of mirror images, so about half of these have a slot.
     println!("placements: {placements} on the board (mirror images counted apart)");

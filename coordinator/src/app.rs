@@ -794,7 +794,7 @@ impl App {
         let policy = self.limits.sample;
         let blocks = UploadBlocks {
             table: t,
-            index: TableIndex::new(t.header.signature),
+            index: t.header.index().map_err(Refusal::malformed)?,
             decoder: codec::BlockDecoder::new(t.dictionary.as_deref()),
         };
         // Dependencies through a block cache of their own, so that the check neither evicts

@@ -43,7 +43,9 @@ mod value;
 
 pub use cost::{BASE_BYTES, JobCost, TABLE_BYTES_PER_ENTRY};
 pub use counts::{SideCounts, TableCounts};
-pub use index::{MAX_PIECES, SLICE_ALIGN, Shifts, Slice, SlotError, TableIndex};
+pub use index::{
+    MAX_PIECES, SCHEME_SLICED, SCHEME_WHOLE, SLICE_ALIGN, Shifts, Slice, SlotError, TableIndex,
+};
 pub use key::{JobKey, SlotRange, TableId};
 pub use rules::{RuleSet, UnknownRuleSet};
 pub use signature::{Limits, Material, Signature, SignatureError, closure_of, closure_of_tables};

@@ -29,7 +29,15 @@ fn normalised(ix: &TableIndex, sq: &[u8]) -> Vec<u8> {
     v
 }
 
+/// Whether `slot` lies in the padding after a pawn slice (it holds no placement).
+fn is_padding(ix: &TableIndex, slot: u64) -> bool {
+    slot >= ix.slices()[ix.slice_of(slot)].slots.end
+}
+
 fn check_slot(ix: &TableIndex, slot: u64) {
+    if is_padding(ix, slot) {
+        return;
+    }
     let n = ix.piece_count();
     let mut sq = [0u8; MAX_PIECES];
     ix.decode(slot, &mut sq);
@@ -162,6 +170,9 @@ fn for_every_shift(mut x: u64, mut check: impl FnMut(&TableIndex, u64, &[u8], us
             x ^= x >> 7;
             x ^= x << 17;
             let slot = x % ix.size();
+            if is_padding(&ix, slot) {
+                continue;
+            }
             ix.decode(slot, &mut sq);
             for pos in 0..n {
                 for to in 0..90u8 {

@@ -137,7 +137,8 @@ pub struct TableSummary {
 impl TableSummary {
     /// The summary of a stored table's header.
     pub fn of(h: &TableHeader) -> TableSummary {
-        let index = TableIndex::new(h.signature);
+        let index = TableIndex::with_scheme(h.signature, h.index_scheme)
+            .unwrap_or_else(|| TableIndex::new(h.signature));
         let side = |c: Color| {
             let s = &h.counts[c];
             SideSummary {

@@ -317,8 +317,7 @@ impl<S: TableStore> Tablebase<S> {
                 table: *id,
                 store: self.store.describe(),
             })?;
-        let index = TableIndex::new(id.signature);
-        header.check_index(&index).map_err(|e| storage(*id, e))?;
+        let index = header.index().map_err(|e| storage(*id, e))?;
         let dictionary = match &header.dictionary {
             None => None,
             Some(info) => {

@@ -24,7 +24,8 @@ use std::fmt;
 use thiserror::Error;
 use xiangqi::Color;
 use xqtb_core::{
-    MAX_PIECES, RuleSet, SideCounts, Signature, Table, TableCounts, TableId, TableIndex, Value,
+    MAX_PIECES, RuleSet, SCHEME_SLICED, SCHEME_WHOLE, SideCounts, Signature, Table, TableCounts,
+    TableId, TableIndex, Value,
 };
 
 const ILLEGAL: u16 = Value::ILLEGAL_CODE;
@@ -32,10 +33,6 @@ const DRAW: u16 = Value::DRAW_CODE;
 
 /// Version of the header and block encoding described here. Bump on any incompatible change.
 pub const FORMAT_VERSION: u32 = 1;
-
-/// Version of the slot numbering of [`xqtb_core::TableIndex`]. Bump whenever the index's layout changes,
-/// so that tables written with the old numbering are refused rather than misread.
-pub const INDEX_SCHEME: u32 = 1;
 
 /// Values per block unless told otherwise (see `BENCHMARKS.md`, "Storage", for the comparison).
 pub const DEFAULT_BLOCK_VALUES: u32 = 1 << 14;
@@ -217,12 +214,13 @@ pub struct TableHeader {
     pub signature: Signature,
     /// The rule set it was solved under.
     pub rules: RuleSet,
-    /// [`INDEX_SCHEME`] of the index the slots are numbered by.
+    /// Index scheme the slots are numbered by ([`TableIndex::scheme`]: 1 for one layout, 2 for
+    /// pawn slices).
     pub index_scheme: u32,
     /// Slots per side to move.
     pub index_size: u64,
     /// Checksum of the placements of a few slots spread over the index (see
-    /// [`index_fingerprint`]): catches a changed layout even if [`INDEX_SCHEME`] was not bumped.
+    /// [`index_fingerprint`]): catches a changed layout even if the scheme was not bumped.
     pub index_fingerprint: u32,
     /// Byte layout of the values.
     pub layout: ValueLayout,
@@ -410,11 +408,26 @@ impl TableHeader {
         self.values_in_block(block) * self.layout.width()
     }
 
-    /// Checks that the header describes a table this build can read with its own index:
-    /// same index scheme, index size and layout fingerprint.
+    /// The index the table's slots are numbered by: the header's index scheme, checked against
+    /// the header (see [`TableHeader::check_index`]).
+    pub fn index(&self) -> Result<TableIndex, CodecError> {
+        let index =
+            TableIndex::with_scheme(self.signature, self.index_scheme).ok_or_else(|| {
+                CodecError::IndexMismatch {
+                    signature: self.signature,
+                    found: format!("index scheme {}", self.index_scheme),
+                    expected: format!("index scheme {SCHEME_WHOLE} or {SCHEME_SLICED}"),
+                }
+            })?;
+        self.check_index(&index)?;
+        Ok(index)
+    }
+
+    /// Checks that the header describes a table numbered by `index`: same index scheme, index
+    /// size and layout fingerprint.
     pub fn check_index(&self, index: &TableIndex) -> Result<(), CodecError> {
         let found = (self.index_scheme, self.index_size, self.index_fingerprint);
-        let expected = (INDEX_SCHEME, index.size(), index_fingerprint(index));
+        let expected = (index.scheme(), index.size(), index_fingerprint(index));
         if found != expected || index.signature() != self.signature {
             let show = |(s, n, f): (u32, u64, u32)| format!("{s} (size {n}, fingerprint {f:08x})");
             return Err(CodecError::IndexMismatch {
@@ -854,7 +867,7 @@ pub fn encode_table_with(table: &Table, params: &CodecParams) -> EncodedTable {
         format_version: FORMAT_VERSION,
         signature: table.signature(),
         rules: table.rules(),
-        index_scheme: INDEX_SCHEME,
+        index_scheme: table.index().scheme(),
         index_size: size,
         index_fingerprint: index_fingerprint(table.index()),
         layout,
@@ -1021,8 +1034,7 @@ pub fn decode_block(
 pub fn check_table(encoded: &EncodedTable) -> Result<(), CodecError> {
     encoded.validate()?;
     let h = &encoded.header;
-    let index = TableIndex::new(h.signature);
-    h.check_index(&index)?;
+    let index = h.index()?;
     let decoder = BlockDecoder::new(encoded.dictionary.as_deref());
     type Part = [(crc32fast::Hasher, SideCounts); 2];
     let empty = || -> Part { Default::default() };
@@ -1084,8 +1096,7 @@ pub fn check_table(encoded: &EncodedTable) -> Result<(), CodecError> {
 pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
     encoded.validate()?;
     let h = &encoded.header;
-    let index = TableIndex::new(h.signature);
-    h.check_index(&index)?;
+    let index = h.index()?;
     let decoder = BlockDecoder::new(encoded.dictionary.as_deref());
     let mut values: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
     for side in Color::ALL {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use thiserror::Error;
 use xiangqi::Color;
-use xqtb_core::{MemoryTables, RuleSet, Signature, Table, TableId, TableIndex};
+use xqtb_core::{MemoryTables, RuleSet, Signature, Table, TableId};
 
 /// The name of table `id` in a store: the signature for `cycles-are-draws`, `RULES/SIGNATURE`
 /// for any other rule set (see the module documentation).
@@ -199,9 +199,7 @@ pub trait TableStore: Send + Sync {
     /// leaves the store untouched. Returns the header.
     fn import_shard(&self, bytes: &[u8]) -> Result<TableHeader, StoreError> {
         let table = shard::read_shard(bytes)?;
-        table
-            .header
-            .check_index(&TableIndex::new(table.header.signature))?;
+        table.header.index()?;
         check_values(&table)?;
         self.put_table(&table)?;
         Ok(table.header)

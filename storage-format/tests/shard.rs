@@ -354,3 +354,57 @@ mod fuzz {
         }
     }
 }
+
+/// A table with pawns written before pawn slices (index scheme 1) stays readable: its header
+/// names its scheme, it decodes under that index, and every position probes to the value the
+/// sliced table of today gives it.
+#[test]
+fn a_pawn_table_of_index_scheme_1_stays_readable() {
+    use xqtb_core::{MAX_PIECES, MemoryTables, Probe, SCHEME_SLICED, SCHEME_WHOLE, Table};
+    let tables = solver::solve_closure_in_memory(&[sig("KRvKP")], RULES, |_, _| {}).unwrap();
+    let sliced = tables.get(&id("KRvKP")).unwrap();
+    assert_eq!(sliced.index().scheme(), SCHEME_SLICED);
+    let old = xqtb_core::TableIndex::with_scheme(sliced.signature(), SCHEME_WHOLE).unwrap();
+    let mut sq = [0u8; MAX_PIECES];
+    let n = old.piece_count();
+    let codes = Color::ALL.map(|side| {
+        (0..old.size())
+            .map(|slot| {
+                old.decode(slot, &mut sq);
+                match sliced.index().encode(&sq[..n]) {
+                    Some(s) if old.placement_is_possible(&sq[..n]) => {
+                        sliced.codes(side)[s as usize]
+                    }
+                    _ => xqtb_core::Value::ILLEGAL_CODE,
+                }
+            })
+            .collect::<Vec<u16>>()
+    });
+    let old_table = Table::new(old, RULES, codes);
+    let bytes = write_shard(&encode_table(&old_table));
+    let read = decode_table(&read_shard(&bytes).unwrap()).unwrap();
+    assert_eq!(read.index().scheme(), SCHEME_WHOLE);
+    assert_eq!(read.index().size(), old_table.index().size());
+    let (mut then, mut now) = (MemoryTables::new(), MemoryTables::new());
+    then.insert(std::sync::Arc::new(read));
+    now.insert(sliced.clone());
+    let mut checked = 0;
+    for slot in 0..sliced.index().size() {
+        for side in Color::ALL {
+            let Some(board) = sliced.index().board(slot, side) else {
+                continue;
+            };
+            if board.opponent_in_check() {
+                continue;
+            }
+            assert_eq!(
+                then.probe(RULES, &board),
+                now.probe(RULES, &board),
+                "{}",
+                board.fen()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100_000, "{checked}");
+}

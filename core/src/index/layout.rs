@@ -1,13 +1,14 @@
-//! The perfect-hash index: a bijection between the placements of a signature's pieces (mirror
-//! images identified) and the integers `0..size`.
+//! The numbering of one slice's placements (of the whole table for a table without pawns, or
+//! under index scheme 1): see the parent module for the table-level layout.
 //!
-//! Layout. Each side's king, advisors and elephants together form its *home configuration*: the
+//! Each side's king, advisors and elephants together form its *home configuration*: the
 //! king on a palace point, the defenders on their points, no two on one point. The pair of home
 //! configurations is the leading digit, with the mirror folded in: a pair is either asymmetric
 //! (two mirror images, one slot) or mirror-symmetric. Every other kind of piece of each colour
 //! (pawns, horses, cannons, chariots) forms one group: its pieces are numbered combinatorially
 //! over the group's legal points (identical pieces give one slot per set of points, not per
-//! ordering).
+//! ordering). In a pawn slice a pawn group holds only the placements whose pawns stand on the
+//! slice's ranks, numbered in the order of the full group.
 //!
 //! * Asymmetric home pair `c`: `c * R + Σ rank_g * stride_g` with `R = Π size_g`, every group
 //!   in full, the board turned so that the home pair is the canonical member of its mirror pair.
@@ -18,10 +19,9 @@
 //!   `H_m = 1`).
 //!
 //! Slots whose placement puts two pieces on one point, or two uncrossed pawns of a side on one
-//! file, decode to `None`; the other illegal slots (kings facing, the side not to move in check)
-//! are found by [`TableIndex::board`] followed by the usual check test.
+//! file, cannot be set up; the other illegal slots (kings facing, the side not to move in check)
+//! are found by [`super::TableIndex::board`] followed by the usual check test.
 
-use crate::key::SlotRange;
 use crate::signature::Signature;
 use strength_reduce::StrengthReducedU64;
 use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
@@ -29,7 +29,7 @@ use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
 /// Most pieces a table may hold (kings included).
 pub const MAX_PIECES: usize = 16;
 
-const NONE: u8 = 0xFF;
+pub(super) const NONE: u8 = 0xFF;
 const SYM_BIT: u32 = 1 << 31;
 const MIRRORED_BIT: u32 = 1 << 30;
 const CLASS_MASK: u32 = (1 << 30) - 1;
@@ -67,6 +67,12 @@ struct Group {
     binom: Vec<[u64; 6]>,
     /// The squares of every rank, `count` bytes each, when small enough to tabulate.
     placements: Vec<u8>,
+    /// In a pawn slice, for a group of several pawns: the combinatorial rank of each of the
+    /// group's placements, in order (empty when the group holds every placement).
+    members: Vec<u32>,
+    /// The inverse of `members`: the group's rank of each combinatorial rank, `u32::MAX` for
+    /// placements outside the slice.
+    member_of: Vec<u32>,
 }
 
 /// Largest group (ranks times pieces) whose placements are tabulated for fast decoding.
@@ -74,8 +80,32 @@ const MAX_TABULATED: u64 = 1 << 24;
 
 impl Group {
     fn new(color: Color, kind: PieceKind, count: usize, first: usize) -> Group {
+        Group::build(color, kind, count, first, None)
+    }
+
+    /// The group of `count` pieces standing on exactly the ranks `ranks` (in any order), as in
+    /// a pawn slice.
+    fn on_ranks(color: Color, kind: PieceKind, first: usize, ranks: &[u8]) -> Group {
+        Group::build(color, kind, ranks.len(), first, Some(ranks))
+    }
+
+    fn build(
+        color: Color,
+        kind: PieceKind,
+        count: usize,
+        first: usize,
+        ranks: Option<&[u8]>,
+    ) -> Group {
         let mask = legal_squares(color, kind);
-        let squares: Vec<u8> = (0..90u8).filter(|&s| mask & (1u128 << s) != 0).collect();
+        let rank_of = |s: u8| Square::from_index(s as usize).unwrap().rank();
+        // A lone piece on given ranks is simply a piece with fewer points.
+        let lone_on = |s: u8| match ranks {
+            Some(r) if count == 1 => rank_of(s) == r[0],
+            _ => true,
+        };
+        let squares: Vec<u8> = (0..90u8)
+            .filter(|&s| mask & (1u128 << s) != 0 && lone_on(s))
+            .collect();
         let mut local = [NONE; 90];
         for (i, &s) in squares.iter().enumerate() {
             local[s as usize] = i as u8;
@@ -104,7 +134,28 @@ impl Group {
             asym: Vec::new(),
             binom,
             placements: Vec::new(),
+            members: Vec::new(),
+            member_of: Vec::new(),
         };
+        if let Some(ranks) = ranks.filter(|_| count > 1) {
+            let mut want = ranks.to_vec();
+            want.sort_unstable();
+            let mut locals = [0u8; 8];
+            let mut have = [0u8; 8];
+            g.member_of = vec![u32::MAX; size as usize];
+            for r in 0..size {
+                g.unrank_full(r, &mut locals[..count]);
+                for (h, &l) in have.iter_mut().zip(&locals[..count]) {
+                    *h = rank_of(g.squares[l as usize]);
+                }
+                have[..count].sort_unstable();
+                if have[..count] == want[..] {
+                    g.member_of[r as usize] = g.members.len() as u32;
+                    g.members.push(r as u32);
+                }
+            }
+            g.size = g.members.len() as u64;
+        }
         g.build_classes();
         g
     }
@@ -119,9 +170,11 @@ impl Group {
             for i in 0..self.count {
                 m[i] = self.mirror_local[locals[i] as usize];
             }
-            *mr = self.rank(&mut m[..self.count]) as u32;
+            *mr = self
+                .rank(&mut m[..self.count])
+                .expect("a slice's pawn ranks are the same in the mirror") as u32;
         }
-        if self.size * self.count as u64 <= MAX_TABULATED {
+        if self.size * self.count as u64 <= MAX_TABULATED || !self.members.is_empty() {
             let mut placements = vec![0u8; size * self.count];
             for (r, chunk) in placements.chunks_mut(self.count).enumerate() {
                 self.unrank(r as u64, &mut locals[..self.count]);
@@ -150,15 +203,24 @@ impl Group {
         self.asym = asym;
     }
 
-    /// Rank of a set of local points (any order; sorted in place).
+    /// Rank of a set of local points (any order; sorted in place), `None` when a slice's
+    /// group does not hold it.
     #[inline]
-    fn rank(&self, locals: &mut [u8]) -> u64 {
+    fn rank(&self, locals: &mut [u8]) -> Option<u64> {
         locals.sort_unstable();
-        locals
+        let full: u64 = locals
             .iter()
             .enumerate()
             .map(|(i, &l)| self.binom[l as usize][i + 1])
-            .sum()
+            .sum();
+        if self.members.is_empty() {
+            return Some(full);
+        }
+        // Two pieces on one point rank past the end: such a placement is in no slice.
+        match self.member_of.get(full as usize) {
+            None | Some(&u32::MAX) => None,
+            Some(&r) => Some(r as u64),
+        }
     }
 
     /// Writes the squares of rank `r` (increasing) into the group's place in the flat array.
@@ -183,7 +245,15 @@ impl Group {
 
     /// The sorted local points of rank `r`.
     #[inline]
-    fn unrank(&self, mut r: u64, out: &mut [u8]) {
+    fn unrank(&self, r: u64, out: &mut [u8]) {
+        match self.members.get(r as usize) {
+            Some(&full) => self.unrank_full(full as u64, out),
+            None => self.unrank_full(r, out),
+        }
+    }
+
+    /// The sorted local points of combinatorial rank `r`.
+    fn unrank_full(&self, mut r: u64, out: &mut [u8]) {
         if out.len() == 1 {
             out[0] = r as u8;
             return;
@@ -369,14 +439,13 @@ fn group_rank_many(g: &Group, squares: &[u8], flip: bool) -> Option<u64> {
         }
         locals[i] = if flip { g.mirror_local[l as usize] } else { l };
     }
-    Some(g.rank(&mut locals[..g.count]))
+    g.rank(&mut locals[..g.count])
 }
 
 /// The index of one table: position <-> slot, for either side to move (both sides use the same
 /// numbering, so a table holds `2 * size` entries).
 #[derive(Clone)]
-pub struct TableIndex {
-    signature: Signature,
+pub(super) struct Layout {
     homes: [Home; 2],
     /// Class of each home pair `red * black_configs + black`, as for group ranks.
     pair_class: Vec<u32>,
@@ -407,7 +476,6 @@ pub struct TableIndex {
     asym_total: u64,
     /// The piece at each flat position (see [`TableIndex::piece_list`]).
     pieces_at: [Option<Piece>; MAX_PIECES],
-    slices: Vec<Slice>,
 }
 
 /// Order of the free groups from the most significant digit: pawns first, the long-range
@@ -419,9 +487,10 @@ const GROUP_ORDER: [PieceKind; 4] = [
     PieceKind::Rook,
 ];
 
-impl TableIndex {
-    /// Builds the index of `signature`.
-    pub fn new(signature: Signature) -> TableIndex {
+impl Layout {
+    /// The layout of every placement of `signature`, or with `pawn_ranks` (Red's, Black's) of
+    /// the placements whose pawns stand on those ranks (one pawn slice).
+    pub(super) fn new(signature: Signature, pawn_ranks: Option<&[Vec<u8>; 2]>) -> Layout {
         let m = *signature.material();
         let mut first = 2;
         let mut group_of = [[NONE; 7]; 2];
@@ -441,7 +510,12 @@ impl TableIndex {
                 let n = m.count(color, kind) as usize;
                 if n > 0 {
                     group_of[color.index()][kind.index()] = groups.len() as u8;
-                    groups.push(Group::new(color, kind, n, first));
+                    groups.push(match pawn_ranks {
+                        Some(ranks) if kind == PieceKind::Pawn => {
+                            Group::on_ranks(color, kind, first, &ranks[color.index()])
+                        }
+                        _ => Group::new(color, kind, n, first),
+                    });
                     first += n;
                 }
             }
@@ -490,7 +564,7 @@ impl TableIndex {
                 NONE
             }
         });
-        TableIndex {
+        Layout {
             lone_group_at,
             asym_total: pair_asym.len() as u64 * full,
             has_pawn_pairs: groups
@@ -499,7 +573,6 @@ impl TableIndex {
             size_div,
             group_at,
             pieces_at: [None; MAX_PIECES],
-            signature,
             homes,
             pair_class,
             pair_asym,
@@ -514,36 +587,8 @@ impl TableIndex {
             size,
             pieces: first,
             group_of,
-            slices: vec![Slice {
-                slots: crate::SlotRange {
-                    start: 0,
-                    end: size,
-                },
-                pawn_ranks: [Vec::new(), Vec::new()],
-                advances_into: Vec::new(),
-            }],
         }
         .with_pieces()
-    }
-
-    /// Slots per side to move of `sig`, remembered after the first call (for planning and
-    /// status reports, where building the index each time would be wasteful).
-    pub fn size_of(sig: &Signature) -> u64 {
-        use std::collections::HashMap;
-        use std::sync::{Mutex, OnceLock};
-        static SIZES: OnceLock<Mutex<HashMap<Signature, u64>>> = OnceLock::new();
-        let sizes = SIZES.get_or_init(Default::default);
-        if let Some(&n) = sizes.lock().expect("size cache").get(sig) {
-            return n;
-        }
-        let n = TableIndex::new(*sig).size();
-        sizes.lock().expect("size cache").insert(*sig, n);
-        n
-    }
-
-    /// The table's signature.
-    pub fn signature(&self) -> Signature {
-        self.signature
     }
 
     /// Number of slots per side to move.
@@ -566,7 +611,7 @@ impl TableIndex {
     }
 
     /// Fills the cached piece of each flat position (once, at construction).
-    fn with_pieces(mut self) -> TableIndex {
+    fn with_pieces(mut self) -> Layout {
         let list = self.piece_list();
         for (slot, p) in self.pieces_at.iter_mut().zip(list) {
             *slot = Some(p);
@@ -721,19 +766,35 @@ impl TableIndex {
         self.encode(&sq[..self.pieces])
     }
 
-    /// The slot arithmetic of the decoded placement `squares` of `slot`, for computing the slots
-    /// of many single-piece shifts from it (every move of a position) with one multiply-add each.
-    pub fn shifts(&self, slot: u64, squares: &[u8]) -> Shifts<'_> {
-        let mut s = Shifts {
-            index: self,
-            slot,
-            squares: [0; MAX_PIECES],
-            base: [u64::MAX; MAX_PIECES],
-        };
-        let mut sq = [0u8; MAX_PIECES];
-        sq[..self.pieces].copy_from_slice(&squares[..self.pieces]);
-        s.reload(slot, &sq);
-        s
+    /// Fills, per flat position of `squares` (the placement of local slot `slot`), the slot
+    /// with that piece's digit zeroed when the piece alone owns a digit (a lone piece of a free
+    /// group under an asymmetric home pair), else `u64::MAX`.
+    #[inline]
+    pub(super) fn shift_bases(
+        &self,
+        slot: u64,
+        squares: &[u8; MAX_PIECES],
+        base: &mut [u64; MAX_PIECES],
+    ) {
+        let asym = slot < self.asym_total;
+        let lone = self.lone_group_at.iter().zip(squares);
+        for (base, (&g, &square)) in base[..self.pieces].iter_mut().zip(lone) {
+            *base = if asym && g != NONE {
+                let digit = self.groups[g as usize].local[square as usize] as u64;
+                slot - digit * self.stride[g as usize]
+            } else {
+                u64::MAX
+            };
+        }
+    }
+
+    /// The local slot after the piece at `pos`, whose digit-less slot is `base` (from
+    /// [`Layout::shift_bases`]), moves to `to`; `None` when `to` is off its points here.
+    #[inline(always)]
+    pub(super) fn shift_from_base(&self, pos: usize, base: u64, to: u8) -> Option<u64> {
+        let g = self.group_at[pos] as usize;
+        let digit = self.groups[g].local[to as usize];
+        (digit != NONE).then(|| base + digit as u64 * self.stride[g])
     }
 
     /// Splits `rest` into the ranks of groups `from..` (every group in full).
@@ -789,15 +850,6 @@ impl TableIndex {
         true
     }
 
-    /// The board of slot `slot` with `side` to move, or `None` when the placement cannot be set
-    /// up (see [`TableIndex::placement_is_possible`]). The board may still be illegal: test
-    /// `opponent_in_check()`.
-    pub fn board(&self, slot: u64, side: Color) -> Option<Board> {
-        let mut sq = [0u8; MAX_PIECES];
-        self.decode(slot, &mut sq);
-        self.board_of(&sq, side)
-    }
-
     /// The board of a flat square array, or `None` if the placement cannot be set up.
     pub fn board_of(&self, squares: &[u8], side: Color) -> Option<Board> {
         if !self.placement_is_possible(squares) {
@@ -811,15 +863,6 @@ impl TableIndex {
             );
         }
         Some(b)
-    }
-
-    /// Which sides to move make slot `slot` a legal position, `[Red, Black]`: none when the
-    /// placement cannot be set up, and a side only when the other side is not in check then.
-    pub fn legal_sides(&self, slot: u64) -> [bool; 2] {
-        match self.board(slot, Color::Red) {
-            None => [false; 2],
-            Some(b) => [!b.in_check(Color::Black), !b.in_check(Color::Red)],
-        }
     }
 
     /// The flat position the next piece `piece` takes (pieces of one group fill its positions in
@@ -885,190 +928,5 @@ impl TableIndex {
             n += 1;
         }
         (n == self.pieces).then_some(out)
-    }
-
-    /// The slot of `board` in this table (turned as for [`TableIndex::squares_of`]), or why it
-    /// has none.
-    pub fn slot_of(&self, board: &Board, rotated: bool) -> Result<u64, SlotError> {
-        let squares = self
-            .squares_of(board, rotated)
-            .ok_or(SlotError::MaterialMismatch)?;
-        let squares = &squares[..self.pieces];
-        if !self.placement_is_possible(squares) {
-            return Err(SlotError::PawnsShareFile);
-        }
-        self.encode(squares).ok_or(SlotError::OffPoints)
-    }
-
-    /// The table's pawn slices in slot order (one slice of every slot for a table without
-    /// pawns). See [`Slice`].
-    pub fn slices(&self) -> &[Slice] {
-        &self.slices
-    }
-
-    /// The slice that holds `slot` (padding after a slice counts as that slice's).
-    pub fn slice_of(&self, slot: u64) -> usize {
-        self.slices.partition_point(|s| s.slots.start <= slot) - 1
-    }
-
-    /// Legal positions per side to move `[Red, Black]`, counted slot by slot in parallel.
-    pub fn count_legal(&self) -> [u64; 2] {
-        self.count_legal_with(&|_| {})
-    }
-
-    /// [`TableIndex::count_legal`], calling `progress` with the number of slots counted as
-    /// each chunk of them is done.
-    pub fn count_legal_with(&self, progress: &(dyn Fn(u64) + Sync)) -> [u64; 2] {
-        use rayon::prelude::*;
-        const CHUNK: u64 = 1 << 16;
-        (0..self.size.div_ceil(CHUNK))
-            .into_par_iter()
-            .map(|c| {
-                let slots = c * CHUNK..((c + 1) * CHUNK).min(self.size);
-                let n = slots.end - slots.start;
-                let counts = slots
-                    .map(|slot| self.legal_sides(slot).map(u64::from))
-                    .fold([0, 0], |a, b| [a[0] + b[0], a[1] + b[1]]);
-                progress(n);
-                counts
-            })
-            .reduce(|| [0, 0], |a, b| [a[0] + b[0], a[1] + b[1]])
-    }
-}
-
-/// One pawn slice of a table: the placements in which each side's pawns stand on given ranks.
-/// Pawns never move back, so a move either keeps a position in its slice or leaves the table
-/// (a capture) or the slice (a pawn's step forward, into a slice that comes earlier in slot
-/// order). A slice is a contiguous range of slots; the padding after it, up to the next
-/// multiple of [`SLICE_ALIGN`], holds no placement.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Slice {
-    /// The slice's slots, padding excluded.
-    pub slots: SlotRange,
-    /// The ranks of Red's pawns and of Black's pawns, each in increasing order.
-    pub pawn_ranks: [Vec<u8>; 2],
-    /// The slices (by position in [`TableIndex::slices`]) that one pawn's step forward leads
-    /// into from this one.
-    pub advances_into: Vec<usize>,
-}
-
-/// Alignment of slice starts, in slots: a multiple of the storage block size, so that every
-/// slice is a run of whole blocks and a table is the concatenation of its slices' blocks.
-pub const SLICE_ALIGN: u64 = 1 << 14;
-
-/// Why a board has no slot in a table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SlotError {
-    /// The board's material is not the table's.
-    #[error("material does not match the table")]
-    MaterialMismatch,
-    /// Two uncrossed pawns of one side stand on one file.
-    #[error("two pawns of one side that have not crossed the river stand on one file")]
-    PawnsShareFile,
-    /// A piece stands on a point it can never reach.
-    #[error("a piece stands off its legal points")]
-    OffPoints,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn index(name: &str) -> TableIndex {
-        TableIndex::new(name.parse().unwrap())
-    }
-
-    #[test]
-    fn sizes_are_within_the_published_figures() {
-        for (name, published) in [
-            ("KRvK", 4_050u64),
-            ("KRvKR", 364_500),
-            ("KRNvK", 364_500),
-            ("KRvKAN", 1_530_900),
-            ("KRNvKR", 32_805_000),
-        ] {
-            let size = index(name).size();
-            assert!(size <= published, "{name}: {size} > {published}");
-        }
-        assert_eq!(index("KRvK").size(), 36 * 90 + 9 * 50);
-        for name in ["KRvKAN", "KRNvKR", "KCPABvKAABB", "KRvKR"] {
-            let ix = index(name);
-            eprintln!("{name}: {}", ix.size());
-        }
-    }
-
-    fn round_trip_all(name: &str) {
-        let ix = index(name);
-        let mut sq = [0u8; MAX_PIECES];
-        for slot in 0..ix.size() {
-            ix.decode(slot, &mut sq);
-            assert_eq!(
-                ix.encode(&sq),
-                Some(slot),
-                "{name} slot {slot}: {:?}",
-                &sq[..ix.piece_count()]
-            );
-            let mut m = sq;
-            for s in &mut m[..ix.piece_count()] {
-                *s = Square::from_index(*s as usize).unwrap().mirror().index() as u8;
-            }
-            assert_eq!(ix.encode(&m), Some(slot), "{name} mirror of slot {slot}");
-        }
-    }
-
-    #[test]
-    fn exhaustive_round_trip_small_tables() {
-        for name in [
-            "KRvK", "KAvK", "KPPvK", "KABvKA", "KNNvK", "KPvKP", "KBBvKAA",
-        ] {
-            round_trip_all(name);
-        }
-    }
-}
-
-/// The slot arithmetic of one decoded slot (see [`TableIndex::shifts`]). A lone piece of a free
-/// group under an asymmetric home pair owns one digit of the slot, so its shifts only replace
-/// that digit; other shifts take [`TableIndex::slot_after_shift`].
-#[derive(Clone)]
-pub struct Shifts<'a> {
-    index: &'a TableIndex,
-    slot: u64,
-    squares: [u8; MAX_PIECES],
-    /// Per flat position: the slot with that piece's digit zeroed, or `u64::MAX`.
-    base: [u64; MAX_PIECES],
-}
-
-impl Shifts<'_> {
-    /// Re-targets these shifts, in place, at `slot` decoded as `squares` (as
-    /// [`TableIndex::shifts`], without building a new value for every position of a scan).
-    #[inline]
-    pub fn reload(&mut self, slot: u64, squares: &[u8; MAX_PIECES]) {
-        let ix = self.index;
-        self.slot = slot;
-        self.squares = *squares;
-        let asym = slot < ix.asym_total;
-        let lone = ix.lone_group_at.iter().zip(squares);
-        for (base, (&g, &square)) in self.base[..ix.pieces].iter_mut().zip(lone) {
-            *base = if asym && g != NONE {
-                let digit = ix.groups[g as usize].local[square as usize] as u64;
-                slot - digit * ix.stride[g as usize]
-            } else {
-                u64::MAX
-            };
-        }
-    }
-
-    /// The slot after the piece at flat position `pos` moves to `to`, as
-    /// [`TableIndex::slot_after_shift`].
-    #[inline(always)]
-    pub fn slot_after(&self, pos: usize, to: u8) -> Option<u64> {
-        let base = self.base[pos];
-        if base != u64::MAX {
-            let g = self.index.group_at[pos] as usize;
-            let digit = self.index.groups[g].local[to as usize];
-            return (digit != NONE).then(|| base + digit as u64 * self.index.stride[g]);
-        }
-        self.index
-            .slot_after_shift(self.slot, &self.squares, pos, to)
     }
 }
