@@ -24,8 +24,8 @@ use std::fmt;
 use thiserror::Error;
 use xiangqi::Color;
 use xqtb_core::{
-    MAX_PIECES, RuleSet, SCHEME_SLICED, SCHEME_WHOLE, SideCounts, Signature, Table, TableCounts,
-    TableId, TableIndex, Value,
+    MAX_PIECES, RuleSet, SCHEME_SLICED, SCHEME_WHOLE, SideCounts, Signature, SlotRange, Table,
+    TableCounts, TableId, TableIndex, Value,
 };
 
 const ILLEGAL: u16 = Value::ILLEGAL_CODE;
@@ -33,6 +33,11 @@ const DRAW: u16 = Value::DRAW_CODE;
 
 /// Version of the header and block encoding described here. Bump on any incompatible change.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// Format version of a *part* of a table (a run of whole pawn slices, as a slice job uploads
+/// it): version 1 with the slot range the blocks hold after the index fingerprint. A whole
+/// table is always written as version 1, so its bytes do not depend on how it was solved.
+pub const PART_FORMAT_VERSION: u32 = 2;
 
 /// Values per block unless told otherwise (see `BENCHMARKS.md`, "Storage", for the comparison).
 pub const DEFAULT_BLOCK_VALUES: u32 = 1 << 14;
@@ -222,6 +227,9 @@ pub struct TableHeader {
     /// Checksum of the placements of a few slots spread over the index (see
     /// [`index_fingerprint`]): catches a changed layout even if the scheme was not bumped.
     pub index_fingerprint: u32,
+    /// The slots the blocks hold: `0..index_size` for a table, a run of whole pawn slices for
+    /// a part ([`PART_FORMAT_VERSION`]), starting on a block boundary.
+    pub slots: SlotRange,
     /// Byte layout of the values.
     pub layout: ValueLayout,
     /// What illegal slots hold (informational: decoding recomputes them).
@@ -384,7 +392,17 @@ impl TableHeader {
 
     /// Blocks per side.
     pub fn block_count(&self) -> u32 {
-        blocks_for(self.index_size, self.block_values)
+        blocks_for(self.slots.len(), self.block_values)
+    }
+
+    /// Whether this is the header of a part of a table, not of a whole one.
+    pub fn is_part(&self) -> bool {
+        self.slots.start != 0 || self.slots.end != self.index_size
+    }
+
+    /// The first slot of block `block`.
+    pub fn block_start(&self, block: u32) -> u64 {
+        self.slots.start + block as u64 * self.block_values as u64
     }
 
     /// Compressed bytes: blocks and dictionary.
@@ -399,8 +417,8 @@ impl TableHeader {
 
     /// Number of values in block `block` (the last one may be short).
     pub fn values_in_block(&self, block: u32) -> usize {
-        let start = block as u64 * self.block_values as u64;
-        (self.index_size.saturating_sub(start)).min(self.block_values as u64) as usize
+        let start = self.block_start(block);
+        (self.slots.end.saturating_sub(start)).min(self.block_values as u64) as usize
     }
 
     /// Bytes of block `block` once decompressed.
@@ -442,9 +460,14 @@ impl TableHeader {
     /// Checks the header's own consistency: block size, block counts, lengths.
     pub fn check_shape(&self) -> Result<(), CodecError> {
         let bad = |m: String| Err(CodecError::BadHeader(m));
-        if self.format_version != FORMAT_VERSION {
+        let version = if self.is_part() {
+            PART_FORMAT_VERSION
+        } else {
+            FORMAT_VERSION
+        };
+        if self.format_version != version {
             return bad(format!(
-                "format version {} is not {FORMAT_VERSION}",
+                "format version {} is not {version}",
                 self.format_version
             ));
         }
@@ -456,6 +479,16 @@ impl TableHeader {
         }
         if self.index_size == 0 || self.index_size > u32::MAX as u64 * self.block_values as u64 {
             return bad(format!("index size {} is out of range", self.index_size));
+        }
+        let s = self.slots;
+        if s.start >= s.end
+            || s.end > self.index_size
+            || !s.start.is_multiple_of(self.block_values as u64)
+        {
+            return bad(format!(
+                "slots {s} are not a run of whole blocks of the index of {} slots",
+                self.index_size
+            ));
         }
         let n = self.block_count() as usize;
         for side in Color::ALL {
@@ -471,7 +504,7 @@ impl TableHeader {
                 .wins
                 .checked_add(c.draws)
                 .and_then(|n| n.checked_add(c.losses));
-            if sum != Some(c.legal) || c.legal > self.index_size {
+            if sum != Some(c.legal) || c.legal > self.slots.len() {
                 return bad(format!("counts for {side} to move do not add up"));
             }
         }
@@ -489,6 +522,10 @@ impl TableHeader {
         put_u32(&mut w, self.index_scheme);
         put_u64(&mut w, self.index_size);
         put_u32(&mut w, self.index_fingerprint);
+        if self.format_version == PART_FORMAT_VERSION {
+            put_u64(&mut w, self.slots.start);
+            put_u64(&mut w, self.slots.end);
+        }
         w.push(self.layout.id());
         w.push(self.filler.id());
         put_u32(&mut w, self.block_values);
@@ -548,9 +585,10 @@ impl TableHeader {
     pub fn from_bytes(bytes: &[u8]) -> Result<TableHeader, CodecError> {
         let mut r = Reader { bytes, at: 0 };
         let format_version = r.u32("format version")?;
-        if format_version != FORMAT_VERSION {
+        if format_version != FORMAT_VERSION && format_version != PART_FORMAT_VERSION {
             return Err(CodecError::BadHeader(format!(
-                "format version {format_version} is not supported (this build reads {FORMAT_VERSION})"
+                "format version {format_version} is not supported (this build reads \
+                 {FORMAT_VERSION}, and {PART_FORMAT_VERSION} for parts of tables)"
             )));
         }
         let name_len = r.u8("signature length")? as usize;
@@ -576,6 +614,17 @@ impl TableHeader {
         let index_scheme = r.u32("index scheme")?;
         let index_size = r.u64("index size")?;
         let index_fingerprint = r.u32("index fingerprint")?;
+        let slots = if format_version == PART_FORMAT_VERSION {
+            SlotRange {
+                start: r.u64("first slot")?,
+                end: r.u64("end of the slots")?,
+            }
+        } else {
+            SlotRange {
+                start: 0,
+                end: index_size,
+            }
+        };
         let layout_id = r.u8("value layout")?;
         let layout = ValueLayout::from_id(layout_id)
             .ok_or_else(|| CodecError::BadHeader(format!("unknown value layout {layout_id}")))?;
@@ -663,6 +712,7 @@ impl TableHeader {
             index_scheme,
             index_size,
             index_fingerprint,
+            slots,
             layout,
             filler,
             block_values,
@@ -728,8 +778,8 @@ fn blocks_for(size: u64, block_values: u32) -> u32 {
     size.div_ceil(block_values.max(1) as u64) as u32
 }
 
-/// Counts of one side's codes: legal, W/D/L, longest win.
-fn count_side(codes: &[u16]) -> SideCounts {
+/// Counts of one side's codes, the first of which is slot `first`'s: legal, W/D/L, longest win.
+fn count_side(codes: &[u16], first: u64) -> SideCounts {
     const CHUNK: usize = 1 << 16;
     codes
         .par_chunks(CHUNK)
@@ -737,7 +787,7 @@ fn count_side(codes: &[u16]) -> SideCounts {
         .map(|(c, chunk)| {
             let mut s = SideCounts::default();
             for (i, &code) in chunk.iter().enumerate() {
-                s.add((c * CHUNK + i) as u64, Value::decode(code));
+                s.add(first + (c * CHUNK + i) as u64, Value::decode(code));
             }
             s
         })
@@ -746,7 +796,7 @@ fn count_side(codes: &[u16]) -> SideCounts {
 
 /// Counts of a table's values.
 pub fn count_table(table: &Table) -> TableCounts {
-    TableCounts(Color::ALL.map(|side| count_side(table.codes(side))))
+    TableCounts(Color::ALL.map(|side| count_side(table.codes(side), table.slots().start)))
 }
 
 /// The bytes of one block of `codes`, illegal slots filled, in `layout`.
@@ -800,6 +850,11 @@ pub fn encode_table_with(table: &Table, params: &CodecParams) -> EncodedTable {
         "block size out of range"
     );
     let size = table.index().size();
+    let slots = table.slots();
+    assert!(
+        slots.start.is_multiple_of(params.block_values as u64),
+        "a part of a table starts on a block boundary"
+    );
     let values = Color::ALL.map(|side| table.codes(side));
     let counts = count_table(table);
     // Codes that must fit: every legal code, and the illegal marker if it is stored as such.
@@ -823,8 +878,12 @@ pub fn encode_table_with(table: &Table, params: &CodecParams) -> EncodedTable {
         LayoutChoice::Fixed(l) => l,
     };
     let bv = params.block_values as usize;
+    // A table in pawn slices may be assembled from parts solved apart, which cannot share a
+    // dictionary trained on the whole; its slices are encoded alike either way.
+    let sliced = table.index().slices().len() > 1;
     let dictionary = params
         .dictionary
+        .filter(|_| !sliced)
         .and_then(|max| train_dictionary(table, layout, params.filler, bv, max as usize));
     // Each block is laid out, checksummed and compressed in one pass, so the uncompressed
     // bytes of the whole table never sit in memory at once.
@@ -864,12 +923,17 @@ pub fn encode_table_with(table: &Table, params: &CodecParams) -> EncodedTable {
     });
     let blocks: [Vec<Vec<u8>>; 2] = per_side.map(|v| v.into_iter().map(|(b, _)| b).collect());
     let header = TableHeader {
-        format_version: FORMAT_VERSION,
+        format_version: if table.is_whole() {
+            FORMAT_VERSION
+        } else {
+            PART_FORMAT_VERSION
+        },
         signature: table.signature(),
         rules: table.rules(),
         index_scheme: table.index().scheme(),
         index_size: size,
         index_fingerprint: index_fingerprint(table.index()),
+        slots,
         layout,
         filler: params.filler,
         block_values: params.block_values,
@@ -1047,7 +1111,7 @@ pub fn check_table(encoded: &EncodedTable) -> Result<(), CodecError> {
             let [red_raw, black_raw] = raw;
             let raw = [red_raw?, black_raw?];
             let n = h.values_in_block(b);
-            let first = b as u64 * h.block_values as u64;
+            let first = h.block_start(b);
             let mut part = empty();
             for (side, (crc, _)) in part.iter_mut().enumerate() {
                 crc.update(&raw[side]);
@@ -1125,7 +1189,7 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
                 side,
             });
         }
-        let mut codes = vec![0u16; h.index_size as usize];
+        let mut codes = vec![0u16; h.slots.len() as usize];
         codes
             .par_chunks_mut(h.block_values as usize)
             .zip(raw.par_iter())
@@ -1137,8 +1201,8 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
             });
         values[s] = codes;
     }
-    restore_illegal(&index, &mut values);
-    let table = Table::new(index, h.rules, values);
+    restore_illegal_from(&index, h.slots.start, &mut values);
+    let table = Table::part(index, h.rules, h.slots, values);
     if count_table(&table) != h.counts {
         return Err(CodecError::Inconsistent(
             h.signature,
@@ -1151,6 +1215,11 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
 /// Sets every slot whose placement cannot be set up, or whose side not to move is in check, to
 /// [`Value::ILLEGAL_CODE`]; leaves the others alone.
 pub fn restore_illegal(index: &TableIndex, values: &mut [Vec<u16>; 2]) {
+    restore_illegal_from(index, 0, values)
+}
+
+/// [`restore_illegal`] for the values of the slots from `first` on.
+fn restore_illegal_from(index: &TableIndex, first: u64, values: &mut [Vec<u16>; 2]) {
     let [red, black] = values;
     const CHUNK: usize = 1 << 12;
     red.par_chunks_mut(CHUNK)
@@ -1158,7 +1227,7 @@ pub fn restore_illegal(index: &TableIndex, values: &mut [Vec<u16>; 2]) {
         .enumerate()
         .for_each(|(c, (r, b))| {
             for i in 0..r.len() {
-                let [red_legal, black_legal] = index.legal_sides((c * CHUNK + i) as u64);
+                let [red_legal, black_legal] = index.legal_sides(first + (c * CHUNK + i) as u64);
                 if !red_legal {
                     r[i] = ILLEGAL;
                 }
@@ -1167,4 +1236,133 @@ pub fn restore_illegal(index: &TableIndex, values: &mut [Vec<u16>; 2]) {
                 }
             }
         });
+}
+
+/// Joins the parts of one table, in slot order and covering every slot, into the whole table:
+/// the blocks concatenated, the counts merged and the values' checksums combined. The result
+/// is byte for byte what [`encode_table`] gives for the whole table solved at once: where the
+/// parts' value layouts differ (some need two bytes per value), the one-byte blocks are
+/// widened, which is what encoding the whole would have chosen. The parts' blocks are trusted
+/// as checked ([`check_table`]); only the parts' agreement is checked here.
+pub fn assemble_parts(parts: Vec<EncodedTable>) -> Result<EncodedTable, CodecError> {
+    let first = parts
+        .first()
+        .ok_or_else(|| CodecError::BadHeader("no parts to assemble".into()))?;
+    let h0 = first.header.clone();
+    let sig = h0.signature;
+    let mismatch = |m: String| CodecError::Inconsistent(sig, m);
+    let mut next = 0u64;
+    for p in &parts {
+        let h = &p.header;
+        let same = (
+            h.signature,
+            h.rules,
+            h.index_scheme,
+            h.index_size,
+            h.index_fingerprint,
+            h.filler,
+            h.block_values,
+            h.level,
+        ) == (
+            h0.signature,
+            h0.rules,
+            h0.index_scheme,
+            h0.index_size,
+            h0.index_fingerprint,
+            h0.filler,
+            h0.block_values,
+            h0.level,
+        );
+        if !same || h.dictionary.is_some() {
+            return Err(mismatch(format!(
+                "the part of slots {} was encoded unlike the first part",
+                h.slots
+            )));
+        }
+        if h.slots.start != next {
+            return Err(mismatch(format!(
+                "the parts do not join: slots {} follow slot {next}",
+                h.slots
+            )));
+        }
+        next = h.slots.end;
+    }
+    if next != h0.index_size {
+        return Err(mismatch(format!(
+            "the parts end at slot {next} of {}",
+            h0.index_size
+        )));
+    }
+    let layout = if parts.iter().all(|p| p.header.layout == h0.layout) {
+        h0.layout
+    } else if parts
+        .iter()
+        .all(|p| matches!(p.header.layout, ValueLayout::Narrow | ValueLayout::Planes))
+    {
+        ValueLayout::Planes
+    } else {
+        return Err(mismatch("the parts' value layouts cannot be joined".into()));
+    };
+    let mut counts = TableCounts::default();
+    let mut crc = [crc32fast::Hasher::new(), crc32fast::Hasher::new()];
+    let mut blocks: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
+    let mut compressor = zstd::bulk::Compressor::new(h0.level).expect("zstd compressor");
+    for p in parts {
+        let h = &p.header;
+        counts = counts.merge(h.counts);
+        if h.layout == layout {
+            for side in 0..2 {
+                let len = h.slots.len() * layout.width() as u64;
+                crc[side].combine(&crc32fast::Hasher::new_with_initial_len(
+                    h.values_crc[side],
+                    len,
+                ));
+            }
+            let [red, black] = p.blocks;
+            blocks[0].extend(red);
+            blocks[1].extend(black);
+            continue;
+        }
+        // A one-byte part of a two-byte table: each block's values as two bytes.
+        let decoder = BlockDecoder::new(None);
+        for side in Color::ALL {
+            for b in 0..h.block_count() {
+                let codes: Vec<u16> = decode_block(&p, &decoder, side, b)?
+                    .into_iter()
+                    .map(|c| {
+                        if h.filler == Filler::Marker && c == 0xFF {
+                            ILLEGAL
+                        } else {
+                            c
+                        }
+                    })
+                    .collect();
+                let raw = block_bytes(&codes, layout, h.filler);
+                crc[side.index()].update(&raw);
+                let mut block = compressor
+                    .compress(&raw)
+                    .expect("zstd compression of a block");
+                block.shrink_to_fit();
+                blocks[side.index()].push(block);
+            }
+        }
+    }
+    let header = TableHeader {
+        format_version: FORMAT_VERSION,
+        slots: SlotRange {
+            start: 0,
+            end: h0.index_size,
+        },
+        layout,
+        counts,
+        values_crc: crc.map(|c| c.finalize()),
+        blocks: [0, 1].map(|s| blocks[s].iter().map(|b| BlockInfo::of(b)).collect()),
+        ..h0
+    };
+    header.check_shape()?;
+    Ok(EncodedTable {
+        header,
+        dictionary: None,
+        blocks,
+    })
 }

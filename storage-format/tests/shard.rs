@@ -408,3 +408,65 @@ fn a_pawn_table_of_index_scheme_1_stays_readable() {
     }
     assert!(checked > 100_000, "{checked}");
 }
+
+/// The parts of a sliced table, encoded one by one, assemble into exactly the bytes of the
+/// whole table encoded at once, also when one part needs two bytes per value and the others
+/// one; parts that do not join are refused.
+#[test]
+fn parts_assemble_into_the_whole_table_byte_for_byte() {
+    use storage_format::codec::{ValueLayout, assemble_parts};
+    use xqtb_core::{Table, Value};
+    let tables = solver::solve_closure_in_memory(&[sig("KRvKP")], RULES, |_, _| {}).unwrap();
+    let whole = tables.get(&id("KRvKP")).unwrap();
+    let index = whole.index();
+    let n = index.slices().len();
+    assert!(n > 1);
+    let parts_of = |t: &Table| -> Vec<EncodedTable> {
+        (0..n)
+            .map(|i| {
+                let span = index.slice_span(i);
+                let codes = Color::ALL
+                    .map(|side| t.codes(side)[span.start as usize..span.end as usize].to_vec());
+                encode_table(&Table::part(index.clone(), RULES, span, codes))
+            })
+            .collect()
+    };
+    let mut long = (**whole).clone();
+    let slot = index.slices()[2].slots.start as usize
+        + long.codes(Color::Red)[index.slices()[2].slots.start as usize..]
+            .iter()
+            .position(|&c| c != Value::ILLEGAL_CODE)
+            .unwrap();
+    long.codes_mut(Color::Red)[slot] = Value::Win(301).encode();
+    for t in [&**whole, &long] {
+        let expected = encode_table(t);
+        let parts = parts_of(t);
+        assert!(parts.iter().all(|p| p.header.is_part()));
+        for p in &parts {
+            let back = read_shard(&write_shard(p)).unwrap();
+            assert_eq!(&back, p);
+            storage_format::codec::check_table(p).unwrap();
+            let d = decode_table(p).unwrap();
+            let span = p.header.slots;
+            assert_eq!(d.slots(), span);
+            for side in Color::ALL {
+                assert_eq!(
+                    d.codes(side),
+                    &t.codes(side)[span.start as usize..span.end as usize]
+                );
+            }
+        }
+        let assembled = assemble_parts(parts).unwrap();
+        assert_eq!(write_shard(&assembled), write_shard(&expected));
+    }
+    assert_eq!(encode_table(&long).header.layout, ValueLayout::Planes);
+    assert_eq!(encode_table(whole).header.layout, ValueLayout::Narrow);
+    let mut gap = parts_of(whole);
+    gap.remove(1);
+    let err = assemble_parts(gap).unwrap_err().to_string();
+    assert!(err.contains("do not join"), "{err}");
+    let mut short = parts_of(whole);
+    short.pop();
+    let err = assemble_parts(short).unwrap_err().to_string();
+    assert!(err.contains("end at slot"), "{err}");
+}

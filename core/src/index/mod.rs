@@ -414,6 +414,15 @@ impl TableIndex {
         &self.slices
     }
 
+    /// The slots of slice `i` with the padding after it, up to the next slice: the unit a job
+    /// solves and stores (spans of consecutive slices join into runs of whole blocks).
+    pub fn slice_span(&self, i: usize) -> SlotRange {
+        SlotRange {
+            start: self.slices[i].slots.start,
+            end: self.slices.get(i + 1).map_or(self.size, |s| s.slots.start),
+        }
+    }
+
     /// The slice that holds `slot` (padding after a slice counts as that slice's).
     pub fn slice_of(&self, slot: u64) -> usize {
         self.part_of(slot)
