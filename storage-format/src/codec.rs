@@ -1311,12 +1311,9 @@ pub fn assemble_parts(parts: Vec<EncodedTable>) -> Result<EncodedTable, CodecErr
         let h = &p.header;
         counts = counts.merge(h.counts);
         if h.layout == layout {
-            for side in 0..2 {
-                let len = h.slots.len() * layout.width() as u64;
-                crc[side].combine(&crc32fast::Hasher::new_with_initial_len(
-                    h.values_crc[side],
-                    len,
-                ));
+            let len = h.slots.len() * layout.width() as u64;
+            for (c, &part_crc) in crc.iter_mut().zip(&h.values_crc) {
+                c.combine(&crc32fast::Hasher::new_with_initial_len(part_crc, len));
             }
             let [red, black] = p.blocks;
             blocks[0].extend(red);
