@@ -129,6 +129,14 @@ pub enum StoreError {
     /// A key in the store names no table of this build.
     #[error("the store holds a table named '{0}', which this build does not know")]
     UnknownTable(String),
+    /// The store cannot do this.
+    #[error("{store} cannot {what}")]
+    Unsupported {
+        /// The store, as [`TableStore::describe`] names it.
+        store: String,
+        /// What was asked.
+        what: &'static str,
+    },
 }
 
 /// A place that holds encoded tables. Implementations are safe to share between threads.
@@ -152,6 +160,32 @@ pub trait TableStore: Send + Sync {
 
     /// The headers of every stored table, ordered by signature name.
     fn list_tables(&self) -> Result<Vec<TableHeader>, StoreError>;
+
+    /// Stores a part of a table (a run of its pawn slices, solved as a job of its own) until
+    /// the table's other parts are in, replacing a stored part that starts at the same slot.
+    /// When the parts then cover the table, they are assembled ([`crate::codec::assemble_parts`])
+    /// and the table is stored whole in the same atomic step that removes them. Returns whether
+    /// the table is now stored whole. The part is checked against its header first.
+    fn put_part(&self, _part: &EncodedTable) -> Result<bool, StoreError> {
+        Err(StoreError::Unsupported {
+            store: self.describe(),
+            what: "hold parts of tables",
+        })
+    }
+
+    /// The headers of the stored parts of table `id`, in slot order (none once it is whole).
+    fn part_headers(&self, _id: &TableId) -> Result<Vec<TableHeader>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// The stored part of table `id` that starts at slot `start`, every block checked against
+    /// its header.
+    fn load_part(&self, id: &TableId, _start: u64) -> Result<EncodedTable, StoreError> {
+        Err(StoreError::Missing {
+            table: *id,
+            store: self.describe(),
+        })
+    }
 
     /// The whole table of table `id`, every block checked against the header.
     fn load_table(&self, id: &TableId) -> Result<EncodedTable, StoreError> {
@@ -234,6 +268,15 @@ impl<T: TableStore + ?Sized> TableStore for Arc<T> {
     fn import_shard(&self, bytes: &[u8]) -> Result<TableHeader, StoreError> {
         (**self).import_shard(bytes)
     }
+    fn put_part(&self, part: &EncodedTable) -> Result<bool, StoreError> {
+        (**self).put_part(part)
+    }
+    fn part_headers(&self, id: &TableId) -> Result<Vec<TableHeader>, StoreError> {
+        (**self).part_headers(id)
+    }
+    fn load_part(&self, id: &TableId, start: u64) -> Result<EncodedTable, StoreError> {
+        (**self).load_part(id, start)
+    }
 }
 
 /// A header's stored form: its bytes and their CRC-32.
@@ -276,6 +319,32 @@ fn blocks_prefix(id: &TableId) -> Vec<u8> {
 
 fn block_key(id: &TableId, side: Color, block: u32) -> Vec<u8> {
     let mut k = blocks_prefix(id);
+    k.push(side.index() as u8);
+    k.extend_from_slice(&block.to_be_bytes());
+    k
+}
+
+/// Where the parts of a table wait for each other: `p/NAME/` then, per part, its first slot
+/// (big-endian, so parts list in slot order) and `h` for the header or a side and block number.
+fn parts_prefix(id: &TableId) -> Vec<u8> {
+    format!("p/{}/", store_name(id)).into_bytes()
+}
+
+fn part_prefix(id: &TableId, start: u64) -> Vec<u8> {
+    let mut k = parts_prefix(id);
+    k.extend_from_slice(&start.to_be_bytes());
+    k
+}
+
+fn part_header_key(id: &TableId, start: u64) -> Vec<u8> {
+    let mut k = part_prefix(id, start);
+    k.push(b'h');
+    k
+}
+
+fn part_block_key(id: &TableId, start: u64, side: Color, block: u32) -> Vec<u8> {
+    let mut k = part_prefix(id, start);
+    k.push(b'b');
     k.push(side.index() as u8);
     k.extend_from_slice(&block.to_be_bytes());
     k
@@ -433,15 +502,26 @@ impl RecordTree {
     }
 }
 
-impl TableStore for SledStore {
-    fn describe(&self) -> String {
-        format!("sled store {}", self.dir.display())
-    }
-
-    fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError> {
+impl SledStore {
+    /// Stores `table` whole and removes the keys `also_remove` (the parts it was assembled
+    /// from) in one atomic batch.
+    fn put_table_removing(
+        &self,
+        table: &EncodedTable,
+        also_remove: &[sled::IVec],
+    ) -> Result<(), StoreError> {
         table.validate()?;
+        if table.header.is_part() {
+            return Err(StoreError::Unsupported {
+                store: self.describe(),
+                what: "store a part of a table as the whole table",
+            });
+        }
         let id = &table.header.id();
         let mut batch = sled::Batch::default();
+        for k in also_remove {
+            batch.remove(k.clone());
+        }
         for old in self.tree.scan_prefix(blocks_prefix(id)).keys() {
             batch.remove(old.map_err(db_err("using the store"))?);
         }
@@ -460,6 +540,111 @@ impl TableStore for SledStore {
             .map_err(db_err("using the store"))?;
         self.tree.flush().map_err(db_err("using the store"))?;
         Ok(())
+    }
+}
+
+impl TableStore for SledStore {
+    fn describe(&self) -> String {
+        format!("sled store {}", self.dir.display())
+    }
+
+    fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError> {
+        self.put_table_removing(table, &[])
+    }
+
+    fn put_part(&self, part: &EncodedTable) -> Result<bool, StoreError> {
+        part.validate()?;
+        let h = &part.header;
+        let id = &h.id();
+        if !h.is_part() {
+            self.put_table(part)?;
+            return Ok(true);
+        }
+        if self.header(id)?.is_some() {
+            return Ok(true);
+        }
+        let start = h.slots.start;
+        let mut batch = sled::Batch::default();
+        for old in self.tree.scan_prefix(part_prefix(id, start)).keys() {
+            batch.remove(old.map_err(db_err("using the store"))?);
+        }
+        for side in Color::ALL {
+            for (b, data) in part.blocks[side.index()].iter().enumerate() {
+                batch.insert(part_block_key(id, start, side, b as u32), data.as_slice());
+            }
+        }
+        batch.insert(part_header_key(id, start), header_value(h));
+        self.tree
+            .apply_batch(batch)
+            .map_err(db_err("using the store"))?;
+        self.tree.flush().map_err(db_err("using the store"))?;
+        let headers = self.part_headers(id)?;
+        let mut next = 0;
+        for p in &headers {
+            if p.slots.start != next {
+                return Ok(false);
+            }
+            next = p.slots.end;
+        }
+        if next != h.index_size {
+            return Ok(false);
+        }
+        let parts = headers
+            .iter()
+            .map(|p| self.load_part(id, p.slots.start))
+            .collect::<Result<Vec<_>, _>>()?;
+        let whole = crate::codec::assemble_parts(parts)?;
+        let old: Vec<sled::IVec> = self
+            .tree
+            .scan_prefix(parts_prefix(id))
+            .keys()
+            .collect::<Result<_, _>>()
+            .map_err(db_err("using the store"))?;
+        self.put_table_removing(&whole, &old)?;
+        Ok(true)
+    }
+
+    fn part_headers(&self, id: &TableId) -> Result<Vec<TableHeader>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.tree.scan_prefix(parts_prefix(id)) {
+            let (k, v) = kv.map_err(db_err("using the store"))?;
+            if k.last() == Some(&b'h') && k.len() == parts_prefix(id).len() + 9 {
+                out.push(parse_header_value(id, &v)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn load_part(&self, id: &TableId, start: u64) -> Result<EncodedTable, StoreError> {
+        let missing = || StoreError::Missing {
+            table: *id,
+            store: self.describe(),
+        };
+        let get = |k: Vec<u8>| self.tree.get(k).map_err(db_err("using the store"));
+        let header =
+            parse_header_value(id, &get(part_header_key(id, start))?.ok_or_else(missing)?)?;
+        let mut blocks: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
+        for side in Color::ALL {
+            for b in 0..header.block_count() {
+                let v = get(part_block_key(id, start, side, b))?.ok_or_else(|| {
+                    StoreError::Corrupt(
+                        *id,
+                        format!(
+                            "block {b} for {side} to move of the part at slot {start} is missing"
+                        ),
+                    )
+                })?;
+                blocks[side.index()].push(v.to_vec());
+            }
+        }
+        let part = EncodedTable {
+            header,
+            dictionary: None,
+            blocks,
+        };
+        part.validate()
+            .map_err(|e| StoreError::Corrupt(*id, e.to_string()))?;
+        Ok(part)
     }
 
     fn header(&self, id: &TableId) -> Result<Option<TableHeader>, StoreError> {

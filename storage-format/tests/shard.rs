@@ -470,3 +470,47 @@ fn parts_assemble_into_the_whole_table_byte_for_byte() {
     let err = assemble_parts(short).unwrap_err().to_string();
     assert!(err.contains("end at slot"), "{err}");
 }
+
+/// A sled store keeps the parts of a table until they cover it, across a reopening, and then
+/// holds the table whole, byte for byte as if it had been stored whole, and no part.
+#[test]
+fn a_store_assembles_a_table_from_its_parts_in_any_order() {
+    use xqtb_core::Table;
+    let tables = solver::solve_closure_in_memory(&[sig("KRvKP")], RULES, |_, _| {}).unwrap();
+    let whole = tables.get(&id("KRvKP")).unwrap();
+    let index = whole.index();
+    let n = index.slices().len();
+    let mut parts: Vec<EncodedTable> = (0..n)
+        .map(|i| {
+            let span = index.slice_span(i);
+            let codes = Color::ALL
+                .map(|side| whole.codes(side)[span.start as usize..span.end as usize].to_vec());
+            encode_table(&Table::part(index.clone(), RULES, span, codes))
+        })
+        .collect();
+    parts.swap(0, n - 1);
+    parts.swap(1, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let last = parts.pop().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let err = store.put_table(&parts[0]).unwrap_err().to_string();
+        assert!(err.contains("cannot store a part"), "{err}");
+        for p in &parts {
+            assert!(!store.put_part(p).unwrap());
+        }
+        // The same part again replaces itself.
+        assert!(!store.put_part(&parts[0]).unwrap());
+        assert_eq!(store.part_headers(&id("KRvKP")).unwrap().len(), n - 1);
+        assert!(store.header(&id("KRvKP")).unwrap().is_none());
+        assert!(store.list_tables().unwrap().is_empty());
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.part_headers(&id("KRvKP")).unwrap().len(), n - 1);
+    assert!(store.put_part(&last).unwrap());
+    assert!(store.part_headers(&id("KRvKP")).unwrap().is_empty());
+    assert_eq!(
+        store.export_shard(&id("KRvKP")).unwrap(),
+        write_shard(&encode_table(whole))
+    );
+}
