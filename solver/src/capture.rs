@@ -1,9 +1,13 @@
-//! Where the captures of one table lead, worked out once per table: for each piece that can be
-//! captured, the dependency table the capture enters and where each remaining piece goes in that
-//! table's flat square array. The solver's first pass then values a capture with one encoding,
-//! instead of locating the position from its board (material count, orientation, table lookup,
-//! square gathering) millions of times. The verifier keeps the general path, so the two are
-//! checked against each other on every table.
+//! The values of the moves that leave a job: captures, into the tables below, and quiet moves
+//! into slots outside the job's range (a pawn's step forward into another slice of the same
+//! table, solved by an earlier job). Both are read from the dependencies, once.
+//!
+//! Where the captures of one table lead is worked out once per table: for each piece that can
+//! be captured, the dependency table the capture enters and where each remaining piece goes in
+//! that table's flat square array. The solver's first pass then values a capture with one
+//! encoding, instead of locating the position from its board (material count, orientation,
+//! table lookup, square gathering) millions of times. The verifier keeps the general path, so
+//! the two are checked against each other on every table.
 
 use crate::position::SlotPosition;
 use crate::solve::SolveError;
@@ -13,19 +17,20 @@ use xqtb_core::{
     Value,
 };
 
-/// How the solver values the captures of one table: through its leads when the dependency
-/// tables are in memory, else by probing `deps`.
-pub(crate) struct CaptureValues<'a> {
+/// How the solver values the moves that leave its job: captures through their leads when the
+/// dependency tables are in memory, else (and quiet moves into other slices always) by probing
+/// `deps`.
+pub(crate) struct ExitValues<'a> {
     leads: Option<Captures<'a>>,
     deps: &'a dyn Probe,
     rules: RuleSet,
     table: xqtb_core::Signature,
 }
 
-impl<'a> CaptureValues<'a> {
-    /// The capture values of `index`'s table under `rules`, from `deps`.
-    pub fn new(index: &TableIndex, rules: RuleSet, deps: &'a dyn Probe) -> CaptureValues<'a> {
-        CaptureValues {
+impl<'a> ExitValues<'a> {
+    /// The values of the moves leaving a job of `index`'s table under `rules`, from `deps`.
+    pub fn new(index: &TableIndex, rules: RuleSet, deps: &'a dyn Probe) -> ExitValues<'a> {
+        ExitValues {
             leads: Captures::new(index, rules, deps),
             deps,
             rules,
@@ -33,12 +38,14 @@ impl<'a> CaptureValues<'a> {
         }
     }
 
-    /// The value of the position the capture `m` of the loaded position leads to, for the side
-    /// to move there, as its own table stores it; `Illegal` when that position is illegal.
+    /// The value of the position the move `m` of the loaded position leads to, for the side
+    /// to move there, as its own table (or slice) stores it; `Illegal` when that position is
+    /// illegal. `m` must leave the job ([`SlotPosition::leaves`]).
     #[inline]
     pub fn after(&self, pos: &mut SlotPosition, m: Move) -> Result<Value, SolveError> {
+        let capture = !pos.board.is_empty(m.to());
         match &self.leads {
-            Some(c) => c
+            Some(c) if capture => c
                 .value_after(
                     pos.squares(),
                     pos.flat_at(m.from()),
@@ -55,7 +62,9 @@ impl<'a> CaptureValues<'a> {
                         )),
                     )
                 }),
-            None => {
+            // Another slice of this table: its slot is known, but a `Probe` finds parts only by
+            // board (exits are few next to the moves that stay).
+            _ => {
                 let captured = pos.board.make(m);
                 let v = self.deps.probe(self.rules, &pos.board);
                 pos.board.unmake(m, captured);

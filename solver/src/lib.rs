@@ -6,6 +6,11 @@
 //! successors by forward move generation, sharing nothing with the solver's backward step. A
 //! table is only ever handed on verified ([`solve_and_verify`]).
 //!
+//! A table with pawns can also be solved a pawn slice at a time ([`solve_range`],
+//! [`solve_and_verify_range`]): each slice is a job of its own whose pawn advances, like its
+//! captures, are read from the slices solved before. [`solve_by_slices`] does that for a whole
+//! table in a given order and gives the same table as [`solve`].
+//!
 //! Pure computation: depends on the rules (`xiangqi`) and the table model (`xqtb-core`) only,
 //! never on storage, async runtimes or the network.
 //!
@@ -28,11 +33,14 @@ mod solve;
 mod verify;
 mod verify_rules;
 
-pub use solve::{Progress, SolveError, solve};
+mod slices;
+
+pub use slices::{SliceDeps, solve_by_slices};
+pub use solve::{Progress, SolveError, solve, solve_range};
 pub use verify::{VerifyError, verify, verify_reporting};
 
 use std::sync::Arc;
-use xqtb_core::{MemoryTables, Probe, RuleSet, Signature, Table, TableCounts, TableId};
+use xqtb_core::{MemoryTables, Probe, RuleSet, Signature, SlotRange, Table, TableCounts, TableId};
 
 /// Slots handed to one parallel task by the solver and the verifier: large enough to amortise
 /// scheduling, small enough to balance two threads on the smallest tables.
@@ -59,6 +67,23 @@ pub fn solve_and_verify(
     let started = std::time::Instant::now();
     let counts = verify_reporting(&table, deps, progress)?;
     tracing::info!(table = %id, secs = started.elapsed().as_secs_f64(), "verified");
+    Ok((table, counts))
+}
+
+/// Solves and verifies the slots `slots` of table `id` (a union of whole pawn slices, see
+/// [`solve_range`]) as a part of the table. `deps` holds the tables its captures lead into and
+/// the slices its pawn advances lead into. A part that fails verification is an error, never
+/// returned.
+pub fn solve_and_verify_range(
+    id: TableId,
+    slots: SlotRange,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Table, TableCounts), JobError> {
+    let table = solve_range(id, slots, deps, progress)?;
+    let started = std::time::Instant::now();
+    let counts = verify_reporting(&table, deps, progress)?;
+    tracing::info!(table = %id, %slots, secs = started.elapsed().as_secs_f64(), "verified");
     Ok((table, counts))
 }
 

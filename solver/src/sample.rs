@@ -17,14 +17,17 @@
 //!
 //! The sample is drawn from a seed by a fixed generator: the same table and seed always check
 //! the same entries, so a refusal can be reproduced.
+//!
+//! A part of a table (pawn slices) is checked the same way over the slots it holds, its moves
+//! into other slices looked up in `deps` like captures.
 
-use crate::position::SlotPosition;
+use crate::position::{LEAVES, SlotPosition};
 use crate::verify::{Codes, Local, VerifyError, verify_slot};
 use crate::verify_rules::EntrySet;
 use rayon::prelude::*;
 use thiserror::Error;
 use xiangqi::Color;
-use xqtb_core::{Probe, RuleSet, Table, TableCounts, TableIndex, Value};
+use xqtb_core::{Probe, RuleSet, SlotRange, Table, TableCounts, TableIndex, Value};
 
 /// How many entries a sample check takes: a share of the table's legal entries, but at least a
 /// minimum (every legal entry of a table smaller than that).
@@ -122,8 +125,15 @@ pub trait BlockSource: Sync {
     fn index(&self) -> &TableIndex;
     /// The table's rule set.
     fn rules(&self) -> RuleSet;
-    /// Slots per block: block `b` of a side holds slots `b * block_slots ..`, the last block
-    /// what is left.
+    /// The slots the source holds: all of the index unless it is a part of a table.
+    fn slots(&self) -> SlotRange {
+        SlotRange {
+            start: 0,
+            end: self.index().size(),
+        }
+    }
+    /// Slots per block: block `b` of a side holds the source's slots `b * block_slots ..`
+    /// (counted from [`BlockSource::slots`]' start), the last block what is left.
     fn block_slots(&self) -> u64;
     /// The codes of `side`'s block `block`. Illegal slots may hold anything: legality is taken
     /// from the index, as the decoder restores it.
@@ -137,6 +147,9 @@ impl BlockSource for Table {
     }
     fn rules(&self) -> RuleSet {
         Table::rules(self)
+    }
+    fn slots(&self) -> SlotRange {
+        Table::slots(self)
     }
     fn block_slots(&self) -> u64 {
         1 << 16
@@ -162,22 +175,27 @@ pub fn legal_entries(table: &Table) -> u64 {
         .sum()
 }
 
-/// Whether entry `e` of a table with `index` holds a legal position (from the index alone, as
-/// the decoder restores illegal slots).
-fn is_legal(index: &TableIndex, e: u64) -> bool {
-    let (side, slot) = entry_of(index.size(), e);
-    index.legal_sides(slot)[side.index()]
+/// Whether entry `e` (of job slots `slots`) of a table with `index` holds a legal position (from
+/// the index alone, as the decoder restores illegal slots).
+fn is_legal(index: &TableIndex, slots: SlotRange, e: u64) -> bool {
+    let (side, slot) = entry_of(slots.len(), e);
+    index.legal_sides(slots.start + slot)[side.index()]
 }
 
 /// `n` distinct legal entries of `table` (fewer if it has fewer), drawn uniformly from `seed`,
 /// as (side to move, slot) in order of side then slot.
 pub fn sample_entries(table: &Table, n: u64, seed: u64) -> Vec<(Color, u64)> {
-    draw(table.index(), n, legal_entries(table), seed)
+    let start = table.slots().start;
+    draw(table.index(), table.slots(), n, legal_entries(table), seed)
+        .into_iter()
+        .map(|(side, slot)| (side, start + slot))
+        .collect()
 }
 
-/// [`sample_entries`] of a table with `index` and `legal` legal entries.
-fn draw(index: &TableIndex, n: u64, legal: u64, seed: u64) -> Vec<(Color, u64)> {
-    let size = index.size();
+/// [`sample_entries`] of slots `slots` of a table with `index` and `legal` legal entries there,
+/// as job slots (counted from `slots.start`).
+fn draw(index: &TableIndex, slots: SlotRange, n: u64, legal: u64, seed: u64) -> Vec<(Color, u64)> {
+    let size = slots.len();
     let n = n.min(legal);
     // Drawing until `n` distinct entries are found slows down as the picked entries fill the
     // table; past half of it the complement is drawn instead, so no draw is ever more likely to
@@ -190,7 +208,7 @@ fn draw(index: &TableIndex, n: u64, legal: u64, seed: u64) -> Vec<(Color, u64)> 
     while found < wanted {
         let e = rng.below(2 * size);
         let (word, bit) = ((e / 64) as usize, 1u64 << (e % 64));
-        if picked[word] & bit == 0 && is_legal(index, e) {
+        if picked[word] & bit == 0 && is_legal(index, slots, e) {
             picked[word] |= bit;
             found += 1;
         }
@@ -199,7 +217,7 @@ fn draw(index: &TableIndex, n: u64, legal: u64, seed: u64) -> Vec<(Color, u64)> 
     if take_rest {
         (0..2 * size)
             .into_par_iter()
-            .filter(|&e| !picked(e) && is_legal(index, e))
+            .filter(|&e| !picked(e) && is_legal(index, slots, e))
             .map(|e| entry_of(size, e))
             .collect()
     } else {
@@ -218,15 +236,20 @@ const ENTRIES_PER_TASK: usize = 1 << 12;
 /// each: some 23 MB a round).
 const ENTRIES_PER_ROUND: usize = 1 << 16;
 
-/// Checks `entries` of `table` one ply deep against the table itself and its dependencies in
-/// `deps` (under the table's rule set), in parallel on the current rayon pool. The first entry
-/// found wrong is the error.
+/// Checks `entries` (side to move, slot) of `table` (whole or a part holding them) one ply deep
+/// against the table itself and its dependencies in `deps` (under the table's rule set), in
+/// parallel on the current rayon pool. The first entry found wrong is the error.
 pub fn check_entries(
     table: &Table,
     deps: &dyn Probe,
     entries: &[(Color, u64)],
 ) -> Result<(), Box<VerifyError>> {
-    check_with(table, deps, entries)
+    let start = table.slots().start;
+    let job: Vec<(Color, u64)> = entries
+        .iter()
+        .map(|&(side, slot)| (side, slot - start))
+        .collect();
+    check_with(table, deps, &job)
 }
 
 fn check_with<C: Codes + ?Sized>(
@@ -238,12 +261,12 @@ fn check_with<C: Codes + ?Sized>(
     // off it gathers nothing, and the set only switches on the local pass's treatment of rule
     // values (positions lost by rule 0 plies away take their value from the rule).
     let rule_draws = match table.rules() {
-        RuleSet::Asian => Some(EntrySet::new(table.index().size())),
+        RuleSet::Asian => Some(EntrySet::new(table.slots().len())),
         RuleSet::CyclesAreDraws => None,
     };
     entries.par_chunks(ENTRIES_PER_TASK).try_for_each(|chunk| {
         let pieces = table.index().piece_list();
-        let mut pos = SlotPosition::new(table.index(), &pieces);
+        let mut pos = SlotPosition::new(table.index(), &pieces, table.slots());
         let mut counts = TableCounts::default();
         let mut local = Local {
             counts: &mut counts,
@@ -296,7 +319,7 @@ pub fn check_sample_blocks<S: BlockSource + ?Sized>(
     policy: SamplePolicy,
     seed: u64,
 ) -> Result<SampleReport, SampleError> {
-    let entries = draw(src.index(), policy.size(legal), legal, seed);
+    let entries = draw(src.index(), src.slots(), policy.size(legal), legal, seed);
     for round in entries.chunks(ENTRIES_PER_ROUND) {
         let codes = Needed::read(src, round)?;
         check_with(&codes, deps, round).map_err(SampleError::Wrong)?;
@@ -313,6 +336,7 @@ pub fn check_sample_blocks<S: BlockSource + ?Sized>(
 struct Needed<'a> {
     index: &'a TableIndex,
     rules: RuleSet,
+    slots: SlotRange,
     entries: Vec<u64>,
     codes: Vec<u16>,
 }
@@ -325,12 +349,13 @@ impl<'a> Needed<'a> {
         round: &[(Color, u64)],
     ) -> Result<Needed<'a>, SampleError> {
         let index = src.index();
-        let size = index.size();
+        let job = src.slots();
+        let size = job.len();
         let mut entries: Vec<u64> = round
             .par_chunks(ENTRIES_PER_TASK)
             .flat_map_iter(|chunk| {
                 let pieces = index.piece_list();
-                let mut pos = SlotPosition::new(index, &pieces);
+                let mut pos = SlotPosition::new(index, &pieces, job);
                 let mut out = Vec::new();
                 for &(side, slot) in chunk {
                     out.push(number_of(size, (side, slot)));
@@ -338,10 +363,10 @@ impl<'a> Needed<'a> {
                         continue;
                     }
                     let opponent = side.opponent();
-                    let (board, moves, slots) = pos.successors(|_| {});
-                    for (i, m) in moves.iter().enumerate() {
-                        if board.is_empty(m.to()) {
-                            out.push(number_of(size, (opponent, slots[i] as u64)));
+                    let (_, _, slots) = pos.successors(|_| {});
+                    for &q in slots {
+                        if q != LEAVES {
+                            out.push(number_of(size, (opponent, q as u64)));
                         }
                     }
                 }
@@ -384,7 +409,7 @@ impl<'a> Needed<'a> {
                                     reason: format!("it has no slot {slot}"),
                                 }
                             })?;
-                        Ok(if is_legal(index, e) {
+                        Ok(if is_legal(index, job, e) {
                             stored
                         } else {
                             Value::ILLEGAL_CODE
@@ -396,6 +421,7 @@ impl<'a> Needed<'a> {
         Ok(Needed {
             index,
             rules: src.rules(),
+            slots: job,
             entries,
             codes: codes.concat(),
         })
@@ -409,8 +435,11 @@ impl Codes for Needed<'_> {
     fn rules(&self) -> RuleSet {
         self.rules
     }
+    fn slots(&self) -> SlotRange {
+        self.slots
+    }
     fn code(&self, side: Color, slot: u64) -> u16 {
-        let e = number_of(self.index.size(), (side, slot));
+        let e = number_of(self.slots.len(), (side, slot));
         match self.entries.binary_search(&e) {
             Ok(i) => self.codes[i],
             // Needed::read gathers every entry verify_slot reads; anything else is a bug here.

@@ -8,18 +8,26 @@
 //! once, into the slot's state before the first level (the fastest capture win, or the slowest
 //! capture loss, or "a capture draws, so this cannot be lost").
 //!
+//! A job may solve only some of a table's slots: one pawn slice, or any union of whole slices
+//! ([`solve_range`]). A pawn's step forward then leads out of the job into a slice solved
+//! before, and is an *exit* valued exactly like a capture (the capture summary above covers
+//! both); un-moves from outside the job are skipped, since the job that owns them reads this
+//! one's values as its exits.
+//!
 //! Memory is two bytes per entry: a slot's `u16` holds its final value once resolved, or while
 //! unresolved the capture summary and a candidate flag. Levels are barriers and every write within
 //! a level is idempotent, so the result is the same bit for bit whatever the thread count.
 
 use crate::CHUNK_SLOTS;
-use crate::capture::CaptureValues;
+use crate::capture::ExitValues;
 use crate::position::{SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use thiserror::Error;
 use xiangqi::{Color, MoveList, Piece};
-use xqtb_core::{Probe, ProbeError, RuleSet, Signature, Table, TableId, TableIndex, Value};
+use xqtb_core::{
+    Probe, ProbeError, RuleSet, Signature, SlotRange, Table, TableId, TableIndex, Value,
+};
 
 /// Why a table could not be solved.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -41,6 +49,35 @@ pub enum SolveError {
     /// The table has too many pieces for the index.
     #[error("cannot solve {0}: {1}")]
     Unsupported(Signature, String),
+    /// The slots asked for are not a union of whole slices of the table (or not within it).
+    #[error("cannot solve slots {slots} of {table}: they are not a union of whole pawn slices")]
+    NotSlices {
+        /// The table.
+        table: Signature,
+        /// The slots asked for.
+        slots: SlotRange,
+    },
+    /// An order to solve a table's slices in that does not name each slice once.
+    #[error("cannot solve {table} slice by slice: {reason}")]
+    SliceOrder {
+        /// The table.
+        table: Signature,
+        /// What is wrong with the order.
+        reason: String,
+    },
+    /// A slice of the same table that pawn advances lead into from the slots being solved is
+    /// not available.
+    #[error(
+        "cannot solve slots {slots} of {table}: its pawn advances lead into slots {missing}, which are not available"
+    )]
+    MissingSlice {
+        /// The table.
+        table: Signature,
+        /// The slots being solved.
+        slots: SlotRange,
+        /// The missing slice's slots.
+        missing: SlotRange,
+    },
 }
 
 /// What the solver reports while it works.
@@ -115,6 +152,22 @@ pub fn solve(
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Table, SolveError> {
+    solve_range(id, SlotRange::whole(&id.signature), deps, progress)
+}
+
+/// Solves the slots `slots` of table `id`, a union of whole pawn slices (see
+/// [`TableIndex::slices`]; the padding between them may be included or not), as a part of the
+/// table ([`Table::part`] of exactly `slots`). Captures are read from the tables below in `deps`
+/// as by [`solve`]; pawn advances that leave `slots` are read from `deps` too, which must hold
+/// the slices they lead into ([`Probe::has_slots`]). Solving every slice this way, in an order
+/// in which each slice comes after those its advances lead into, gives the table [`solve`]
+/// gives.
+pub fn solve_range(
+    id: TableId,
+    slots: SlotRange,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Table, SolveError> {
     let signature = id.signature;
     for missing in id.dependencies() {
         if !deps.has_table(&missing) {
@@ -128,7 +181,8 @@ pub fn solve(
         return Err(SolveError::Unsupported(signature, "too many pieces".into()));
     }
     let index = TableIndex::new(signature);
-    let solver = Solver::new(&index, id.rules);
+    check_slices(id, &index, slots, deps)?;
+    let solver = Solver::new(&index, id.rules, slots);
     // Plain retrograde analysis first: under every rule set, what it resolves ends in mate (a
     // capture into a rule-decided position of another table counts as a draw here).
     retrograde(&solver, deps, progress)?;
@@ -138,7 +192,48 @@ pub fn solve(
         RuleSet::Asian => crate::asian::decide(&solver, deps, progress)?,
     }
     let values = solver.finish();
-    Ok(Table::new(index, id.rules, values))
+    Ok(Table::part(index, id.rules, slots, values))
+}
+
+/// Checks that `slots` is a union of whole slices of `index` and that `deps` holds every slice
+/// outside it that a pawn advance from it leads into.
+fn check_slices(
+    id: TableId,
+    index: &TableIndex,
+    slots: SlotRange,
+    deps: &dyn Probe,
+) -> Result<(), SolveError> {
+    let table = id.signature;
+    let not_slices = || SolveError::NotSlices { table, slots };
+    if slots.is_empty() || slots.end > index.size() {
+        return Err(not_slices());
+    }
+    let slices = index.slices();
+    let inside = |r: SlotRange| slots.start <= r.start && r.end <= slots.end;
+    let mut any = false;
+    for slice in slices {
+        let overlaps = slice.slots.start < slots.end && slots.start < slice.slots.end;
+        if overlaps && !inside(slice.slots) {
+            return Err(not_slices());
+        }
+        any |= overlaps;
+    }
+    if !any {
+        return Err(not_slices());
+    }
+    for slice in slices.iter().filter(|s| inside(s.slots)) {
+        for &to in &slice.advances_into {
+            let missing = slices[to].slots;
+            if !inside(missing) && !deps.has_slots(&id, missing) {
+                return Err(SolveError::MissingSlice {
+                    table,
+                    slots,
+                    missing,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Level-by-level retrograde analysis to mate.
@@ -164,7 +259,7 @@ fn retrograde(
         progress(Progress::Level {
             level,
             resolved: solver.resolved.load(Relaxed),
-            total: 2 * index.size(),
+            total: 2 * solver.slots.len(),
         });
         idle = if changed == 0 { idle + 1 } else { 0 };
         if idle >= 2 && level > max_pending {
@@ -181,6 +276,8 @@ fn retrograde(
 
 pub(crate) struct Solver<'a> {
     pub(crate) index: &'a TableIndex,
+    /// The job's slots: states are indexed by slot minus `slots.start`.
+    pub(crate) slots: SlotRange,
     pub(crate) rules: RuleSet,
     pub(crate) pieces: Vec<Piece>,
     /// Per side to move and slot: the value code once resolved; while unresolved, the tags
@@ -199,10 +296,10 @@ pub(crate) struct Solver<'a> {
 }
 
 impl<'a> Solver<'a> {
-    fn new(index: &'a TableIndex, rules: RuleSet) -> Self {
-        let n = index.size() as usize;
+    fn new(index: &'a TableIndex, rules: RuleSet, slots: SlotRange) -> Self {
+        let n = slots.len() as usize;
         let state = [0, 1].map(|_| (0..n).map(|_| AtomicU16::new(ILLEGAL)).collect());
-        let chunks = index.size().div_ceil(CHUNK_SLOTS);
+        let chunks = slots.len().div_ceil(CHUNK_SLOTS);
         let flags = || {
             (0..2 * chunks)
                 .map(|_| AtomicBool::new(false))
@@ -210,6 +307,7 @@ impl<'a> Solver<'a> {
         };
         Solver {
             index,
+            slots,
             rules,
             pieces: index.piece_list(),
             state,
@@ -219,6 +317,17 @@ impl<'a> Solver<'a> {
             marked: flags(),
             pending: (0..2 * chunks).map(|_| AtomicU16::new(u16::MAX)).collect(),
         }
+    }
+
+    /// Number of the job's slots (per side to move).
+    #[inline]
+    pub(crate) fn len(&self) -> u64 {
+        self.slots.len()
+    }
+
+    /// A position to load the job's slots into.
+    pub(crate) fn position(&self) -> SlotPosition<'_> {
+        SlotPosition::new(self.index, &self.pieces, self.slots)
     }
 
     #[inline]
@@ -242,7 +351,7 @@ impl<'a> Solver<'a> {
         wanted: impl Fn(u16) -> bool + Sync,
         f: impl Fn(Color, u64, u16, &mut SlotPosition) -> u64 + Sync,
     ) -> u64 {
-        let size = self.index.size();
+        let size = self.len();
         let chunks = self.chunks;
         (0..2 * chunks as usize)
             .into_par_iter()
@@ -255,7 +364,7 @@ impl<'a> Solver<'a> {
                 };
                 let start = (b as u64 % chunks) * CHUNK_SLOTS;
                 let end = (start + CHUNK_SLOTS).min(size);
-                let mut pos = SlotPosition::new(self.index, &self.pieces);
+                let mut pos = self.position();
                 let states = &self.state[side.index()];
                 let mut changed = 0;
                 let mut next_pending = u16::MAX;
@@ -277,25 +386,25 @@ impl<'a> Solver<'a> {
             .sum()
     }
 
-    /// Marks illegal slots and mates, and folds every capture into the slot's state. Returns the
-    /// largest distance a capture defers to (levels must run at least that far).
+    /// Marks illegal slots and mates, and folds every capture and exit into the slot's state.
+    /// Returns the largest distance one defers to (levels must run at least that far).
     fn init(
         &self,
         deps: &dyn Probe,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<u16, SolveError> {
         let sig = self.index.signature();
-        let size = self.index.size();
+        let size = self.len();
         let chunks = size.div_ceil(CHUNK_SLOTS);
         let done = AtomicU64::new(0);
-        let captures = CaptureValues::new(self.index, self.rules, deps);
+        let exits = ExitValues::new(self.index, self.rules, deps);
         // Both sides to move of a slot share one placement, so each is set up once.
         let max_pending = (0..chunks)
             .into_par_iter()
             .map(|b| -> Result<u16, SolveError> {
                 let start = b * CHUNK_SLOTS;
                 let end = (start + CHUNK_SLOTS).min(size);
-                let mut pos = SlotPosition::new(self.index, &self.pieces);
+                let mut pos = self.position();
                 let mut moves = MoveList::new();
                 let mut max_pending = 0;
                 let mut min_pending = [u16::MAX; 2];
@@ -319,26 +428,26 @@ impl<'a> Solver<'a> {
                     let mut any_legal = false;
                     let (mut best_win, mut draw, mut worst_loss) = (u16::MAX, false, 0u16);
                     for &m in moves.iter() {
-                        let capture = !pos.board.is_empty(m.to());
-                        if !capture && any_legal || !pos.board.is_legal_pseudo(m, in_check) {
+                        let leaves = pos.leaves(m);
+                        if !leaves && any_legal || !pos.board.is_legal_pseudo(m, in_check) {
                             continue;
                         }
                         any_legal = true;
-                        if !capture {
+                        if !leaves {
                             continue;
                         }
-                        let v = captures.after(&mut pos, m)?;
+                        let v = exits.after(&mut pos, m)?;
                         match v.for_mover() {
                             Value::Win(d) => best_win = best_win.min(d),
                             Value::Loss(d) => worst_loss = worst_loss.max(d),
-                            // Rule-decided positions of another table do not end in mate:
-                            // here they count as draws, and the rule phase takes them up.
+                            // Rule-decided positions of another table or slice do not end in
+                            // mate: here they count as draws, and the rule phase takes them up.
                             Value::Draw | Value::RuleWin(_) | Value::RuleLoss(_) => draw = true,
                             Value::Illegal => {
                                 return Err(SolveError::Probe(
                                     sig,
                                     ProbeError::Illegal(format!(
-                                        "the capture {m} in {} leads to an illegal position",
+                                        "the move {m} in {} leads to an illegal position",
                                         pos.board.fen()
                                     )),
                                 ));
@@ -470,19 +579,18 @@ impl<'a> Solver<'a> {
         changed
     }
 
-    /// Whether every non-capturing legal move of the loaded position leads to a resolved win for
-    /// the opponent. Moves into illegal slots are illegal moves and do not count.
+    /// Whether every legal move of the loaded position that stays in the job leads to a
+    /// resolved win for the opponent (the others are folded into its state). Moves into illegal
+    /// slots are illegal moves and do not count.
     fn all_moves_lose(&self, side: Color, pos: &mut SlotPosition) -> bool {
         let succ = &self.state[side.opponent().index()];
         // Slots are computed one by one: most candidates fail at one of their first moves.
         let mut list = MoveList::new();
         pos.board.pseudo_moves(&mut list);
-        list.iter()
-            .filter(|m| pos.board.is_empty(m.to()))
-            .all(|&m| {
-                let c = succ[pos.slot_after_move(m) as usize].load(Relaxed);
-                c == ILLEGAL || (is_resolved(c) && matches!(Value::decode(c), Value::Win(_)))
-            })
+        list.iter().filter_map(|&m| pos.stays(m)).all(|q| {
+            let c = succ[q].load(Relaxed);
+            c == ILLEGAL || (is_resolved(c) && matches!(Value::decode(c), Value::Win(_)))
+        })
     }
 
     /// Turns the states into final values: everything still unresolved is a draw.

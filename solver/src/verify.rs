@@ -10,15 +10,21 @@
 //! well-founded (a loss in `d` only has successors won in less than `d`), so by induction on the
 //! distance every stored decisive value is true, and every truly decisive position is stored as
 //! such; what is left are the draws.
+//!
+//! A part of a table (pawn slices, [`Table::part`]) is verified the same way: a move out of its
+//! slots (a pawn's step forward into another slice) is looked up in `deps` like a capture, so
+//! the slices a part's advances lead into must be available there, verified before.
 
 use crate::CHUNK_SLOTS;
 use crate::Progress;
-use crate::position::{SlotPosition, prefetch};
+use crate::position::{LEAVES, SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use thiserror::Error;
 use xiangqi::{Board, Color};
-use xqtb_core::{Probe, ProbeError, RuleSet, Signature, Table, TableCounts, TableIndex, Value};
+use xqtb_core::{
+    Probe, ProbeError, RuleSet, Signature, SlotRange, Table, TableCounts, TableIndex, Value,
+};
 
 /// A slot whose stored value disagrees with its successors.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -40,8 +46,9 @@ pub struct VerifyError {
     pub expected: Value,
 }
 
-/// Verifies every slot of `table` against its successors, the dependency tables read from
-/// `deps` under the table's own rule set. Returns the table's counts.
+/// Verifies every slot of `table` (a whole table or a part) against its successors, the
+/// dependency tables (and, for a part, the other slices of its table) read from `deps` under the
+/// table's own rule set. Returns the counts of the slots `table` holds.
 pub fn verify(table: &Table, deps: &dyn Probe) -> Result<TableCounts, Box<VerifyError>> {
     verify_reporting(table, deps, &|_| {})
 }
@@ -57,7 +64,7 @@ pub fn verify_reporting(
     match table.rules() {
         RuleSet::CyclesAreDraws => verify_values(table, deps, progress, None),
         RuleSet::Asian => {
-            let found = crate::verify_rules::EntrySet::new(table.index().size());
+            let found = crate::verify_rules::EntrySet::new(table.slots().len());
             let t0 = std::time::Instant::now();
             let counts = verify_values(table, deps, progress, Some(&found))?;
             tracing::debug!(secs = t0.elapsed().as_secs_f64(), "local pass");
@@ -83,7 +90,7 @@ fn verify_values(
                 .iter()
                 .any(|p| p.color() == c && p.kind().is_attacker())
         });
-    let size = table.index().size();
+    let size = table.slots().len();
     let chunks = size.div_ceil(CHUNK_SLOTS);
     let done = AtomicU64::new(0);
     (0..chunks)
@@ -93,7 +100,7 @@ fn verify_values(
             let end = (start + CHUNK_SLOTS).min(size);
             let mut counts = TableCounts::default();
             let pieces = table.index().piece_list();
-            let mut pos = SlotPosition::new(table.index(), &pieces);
+            let mut pos = SlotPosition::new(table.index(), &pieces, table.slots());
             let mut local = Local {
                 counts: &mut counts,
                 found: rules,
@@ -125,7 +132,10 @@ pub(crate) trait Codes: Sync {
     fn index(&self) -> &TableIndex;
     /// The table's rule set.
     fn rules(&self) -> RuleSet;
-    /// The code of `slot` with `side` to move ([`Value::ILLEGAL_CODE`] where illegal).
+    /// The slots the codes are of (all of the index, or a part's).
+    fn slots(&self) -> SlotRange;
+    /// The code of job slot `slot` (slot minus [`Codes::slots`]' start) with `side` to move
+    /// ([`Value::ILLEGAL_CODE`] where illegal).
     fn code(&self, side: Color, slot: u64) -> u16;
     /// Hints that [`Codes::code`] of this entry comes soon.
     fn prefetch(&self, _side: Color, _slot: u64) {}
@@ -137,6 +147,9 @@ impl Codes for Table {
     }
     fn rules(&self) -> RuleSet {
         Table::rules(self)
+    }
+    fn slots(&self) -> SlotRange {
+        Table::slots(self)
     }
     #[inline]
     fn code(&self, side: Color, slot: u64) -> u16 {
@@ -157,7 +170,8 @@ pub(crate) struct Local<'a> {
     pub(crate) both_attack: bool,
 }
 
-/// Verifies one entry; `pos` holds the slot's placement with `side` to move when `possible`.
+/// Verifies one entry, of job slot `slot`; `pos` holds the slot's placement with `side` to move
+/// when `possible`.
 pub(crate) fn verify_slot<C: Codes + ?Sized>(
     table: &C,
     deps: &dyn Probe,
@@ -173,7 +187,7 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
         Box::new(VerifyError {
             signature: table.index().signature(),
             side,
-            slot,
+            slot: table.slots().start + slot,
             fen,
             stored,
             expected,
@@ -198,7 +212,8 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
     let mut best = Value::Loss(0);
     let mut after: Option<Board> = None;
     for (i, &m) in moves.iter().enumerate() {
-        let v = if board.is_empty(m.to()) {
+        // A capture leaves the table, an exit the part: both are looked up in `deps`.
+        let v = if slots[i] != LEAVES {
             Value::decode(next(slots[i]))
         } else {
             let after = after.get_or_insert_with(|| board.clone());
@@ -206,7 +221,7 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
             let v = deps.probe(table.rules(), after);
             after.unmake(m, captured);
             match v {
-                // Rule values of another table count as round 0 here.
+                // Rule values of another table or slice count as round 0 here.
                 Ok(v) => v.as_exit(),
                 Err(ProbeError::Illegal(_)) => Value::Illegal,
                 Err(e) => return Err(fail(format!("{} ({e})", board.fen()), Value::Illegal)),
@@ -237,7 +252,7 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
                     Some(v.as_exit().for_mover())
                 });
             if forced {
-                found.insert(side.index() as u64 * table.index().size() + slot);
+                found.insert(side.index() as u64 * table.slots().len() + slot);
             }
         }
     }

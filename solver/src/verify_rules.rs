@@ -24,7 +24,7 @@
 //! can be trusted to tell illegal moves.
 
 use crate::VerifyError;
-use crate::position::SlotPosition;
+use crate::position::{LEAVES, SlotPosition};
 use rayon::prelude::*;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -34,8 +34,9 @@ use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, RuleValue, Table, Value};
 
 /// Whether the side to move of `board` can only offend or lose: every legal move leads to a
 /// position lost for it, or is a quiet move into a drawn position that is a check (every one
-/// of them), or chases one piece common to all of them. `slots` and `next` give quiet moves'
-/// successors' codes; `capture(m)` the value of a capture for the mover (`None`: illegal).
+/// of them), or chases one piece common to all of them. `slots` and `next` give the successors'
+/// codes of the moves that stay in the table (or part); `capture(m)` the value for the mover of
+/// a move that leaves it, a capture or a pawn's step into another slice (`None`: illegal).
 pub(crate) fn forced_to_offend(
     board: &Board,
     moves: &MoveList,
@@ -47,7 +48,7 @@ pub(crate) fn forced_to_offend(
     let mut chased = !0u128;
     let mut classes: Option<Classifier> = None;
     for (i, &m) in moves.iter().enumerate() {
-        let v = if board.is_empty(m.to()) {
+        let v = if slots[i] != LEAVES {
             match Value::decode(next(slots[i])) {
                 Value::Illegal => continue,
                 v => v.for_mover(),
@@ -355,14 +356,15 @@ fn build(
     won: &(dyn Fn(Value) -> bool + Sync),
 ) -> Result<Net, Box<VerifyError>> {
     let index = table.index();
-    let size = index.size();
+    let size = table.slots().len();
+    let start = table.slots().start;
     let pieces = index.piece_list();
     let identical = (1..pieces.len()).any(|i| pieces[i] == pieces[i - 1]);
     let follows = Mutex::new(Vec::<[u8; MAX_PIECES]>::new());
     let parts: Vec<Part> = (0..nodes.len.div_ceil(PART_NODES))
         .into_par_iter()
         .map(|p| {
-            let mut pos = SlotPosition::new(index, &pieces);
+            let mut pos = SlotPosition::new(index, &pieces, table.slots());
             let count = PART_NODES.min(nodes.len - p * PART_NODES);
             let mut part = Part {
                 ends: Vec::with_capacity(count),
@@ -373,14 +375,14 @@ fn build(
                 let (side, slot) = split(size, e);
                 let mut src = [0u8; MAX_PIECES];
                 if identical {
-                    index.decode(slot, &mut src);
+                    index.decode(start + slot, &mut src);
                 }
                 let follow_of = |m: Move, q: u64| -> Result<u16, Box<VerifyError>> {
                     if !identical {
                         return Ok(0);
                     }
                     let mut dst = [0u8; MAX_PIECES];
-                    index.decode(q, &mut dst);
+                    index.decode(start + q, &mut dst);
                     let f = follow(&pieces, &src, &dst, m);
                     if (0..pieces.len()).all(|i| f[i] as usize == i) {
                         return Ok(0);
@@ -431,9 +433,12 @@ fn build(
     })
 }
 
-/// [`fail`] at an entry known to hold a legal position.
+/// [`fail`] at an entry (of job slot `slot`) known to hold a legal position.
 fn fail_at(table: &Table, side: Color, slot: u64, why: String) -> Box<VerifyError> {
-    let board = table.index().board(slot, side).expect("a legal slot");
+    let board = table
+        .index()
+        .board(table.slots().start + slot, side)
+        .expect("a legal slot");
     fail(table, side, slot, &board, why)
 }
 
@@ -450,7 +455,7 @@ fn node_arcs(
     mut follow_of: impl FnMut(Move, u64) -> Result<u16, Box<VerifyError>>,
     out: &mut Vec<u64>,
 ) -> Result<bool, Box<VerifyError>> {
-    let size = table.index().size();
+    let size = table.slots().len();
     let them = side.opponent();
     let next = table.codes(them);
     if !pos.load(slot, side) {
@@ -463,8 +468,8 @@ fn node_arcs(
     let mut classes: Option<Classifier> = None;
     let mut escapes = false;
     for &m in moves.iter() {
-        let value = if board.is_empty(m.to()) {
-            let q = pos.slot_after_move(m);
+        let value = if let Some(q) = pos.stays(m) {
+            let q = q as u64;
             let code = next[q as usize];
             if code == Value::ILLEGAL_CODE {
                 continue;
@@ -508,7 +513,9 @@ fn node_arcs(
     Ok(escapes)
 }
 
+/// A failure at job slot `slot` of `table`.
 fn fail(table: &Table, side: Color, slot: u64, board: &Board, why: String) -> Box<VerifyError> {
+    let slot = table.slots().start + slot;
     Box::new(VerifyError {
         signature: table.signature(),
         side,
@@ -684,7 +691,7 @@ where
     P: Fn(u16) -> bool + Sync,
 {
     let index = table.index();
-    let size = index.size();
+    let size = table.slots().len();
     let pieces = index.piece_list();
     let visit = |pos: &mut SlotPosition, out: &EntrySet, e: u64| {
         let (side, slot) = split(size, e);
@@ -692,10 +699,10 @@ where
             return;
         }
         let next = table.codes(side.opponent());
-        let (board, moves, slots) = pos.successors(|_| {});
-        for (i, m) in moves.iter().enumerate() {
-            if board.is_empty(m.to()) && pick(next[slots[i]]) {
-                out.insert(entry(size, side.opponent(), slots[i] as u64));
+        let (_, _, slots) = pos.successors(|_| {});
+        for &q in slots {
+            if q != LEAVES && pick(next[q]) {
+                out.insert(entry(size, side.opponent(), q as u64));
             }
         }
     };
@@ -707,7 +714,7 @@ where
                     .par_chunks(crate::CHUNK_SLOTS as usize)
                     .enumerate()
                     .for_each(|(c, chunk)| {
-                        let mut pos = SlotPosition::new(index, &pieces);
+                        let mut pos = SlotPosition::new(index, &pieces, table.slots());
                         let base = c as u64 * crate::CHUNK_SLOTS;
                         for (i, &code) in chunk.iter().enumerate() {
                             if seeds(code) {
@@ -723,7 +730,7 @@ where
             // Successors go to a set of their own, so that they are not visited in turn.
             let found = EntrySet::new(size);
             set.par_entries().for_each(|entries| {
-                let mut pos = SlotPosition::new(index, &pieces);
+                let mut pos = SlotPosition::new(index, &pieces, table.slots());
                 for e in entries {
                     visit(&mut pos, &found, e);
                 }
@@ -740,8 +747,7 @@ pub(crate) fn check(
     deps: &dyn Probe,
     forced_draws: EntrySet,
 ) -> Result<(), Box<VerifyError>> {
-    let index = table.index();
-    let size = index.size();
+    let size = table.slots().len();
     let mut rounds: Vec<u8> = Color::ALL
         .iter()
         .flat_map(|&side| {

@@ -117,7 +117,7 @@ fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, S
     let from_due: u64 = due
         .par_iter()
         .map(|&(side, slot)| -> Result<u64, SolveError> {
-            let mut pos = crate::position::SlotPosition::new(s.index, &s.pieces);
+            let mut pos = s.position();
             if !pos.load(slot, side) {
                 return Ok(0);
             }
@@ -222,7 +222,7 @@ fn loss_level(
         .par_iter()
         .map(|&(side, slot)| -> Result<u64, SolveError> {
             let state = &phase.states(side)[slot as usize];
-            let mut pos = crate::position::SlotPosition::new(s.index, &s.pieces);
+            let mut pos = s.position();
             if !is_undecided(state.load(Relaxed)) || !pos.load(slot, side) {
                 return Ok(0);
             }

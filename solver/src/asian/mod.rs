@@ -2,8 +2,9 @@
 //! position that ends in mate, decide which of the rest the repetition rules win.
 //!
 //! The phase works in rounds over the undecided positions (see `docs/repetition-rules.md`):
-//! - round 0 takes up captures into rule-decided positions of other tables and propagates them
-//!   backwards (a position is won with one move into a position lost for the opponent, lost when
+//! - round 0 takes up captures into rule-decided positions of other tables (and exits, pawn
+//!   advances into rule-decided positions of slices solved by earlier jobs, which are as
+//!   irreversible as captures) and propagates them backwards (a position is won with one move into a position lost for the opponent, lost when
 //!   every move leads to a position won for the opponent);
 //! - every later round finds the positions where one side is *forced to offend*: each of its
 //!   moves either loses (leads to a position already won for the other side) or is a check (or
@@ -27,8 +28,8 @@ mod levels;
 mod search;
 
 use crate::CHUNK_SLOTS;
-use crate::capture::CaptureValues;
-use crate::position::{SlotPosition, prefetch};
+use crate::capture::ExitValues;
+use crate::position::{LEAVES, SlotPosition, prefetch};
 use crate::solve::{Progress, SolveError, Solver, capture_holds, is_unresolved};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -77,7 +78,8 @@ type Pos = (Color, u64);
 /// What the phase needs to look at positions and their moves.
 struct Phase<'a> {
     solver: &'a Solver<'a>,
-    captures: CaptureValues<'a>,
+    /// The values of the moves that leave the job (captures and exits).
+    exits: ExitValues<'a>,
     /// Per chunk (as [`Solver::chunk_of`]): holds a [`GONE_WINNER`], a [`GONE_OFFENDER`] entry.
     gone: [Vec<std::sync::atomic::AtomicBool>; 2],
 }
@@ -105,7 +107,7 @@ impl<'a> Phase<'a> {
         f: impl Fn(Color, std::ops::Range<u64>, &mut SlotPosition) -> Result<T, SolveError> + Sync,
     ) -> Result<Vec<T>, SolveError> {
         let s = self.solver;
-        let size = s.index.size();
+        let size = s.len();
         let chunks = s.chunks;
         (0..2 * chunks)
             .into_par_iter()
@@ -113,16 +115,17 @@ impl<'a> Phase<'a> {
                 let side = if c < chunks { Color::Red } else { Color::Black };
                 let start = (c % chunks) * CHUNK_SLOTS;
                 let end = (start + CHUNK_SLOTS).min(size);
-                let mut pos = SlotPosition::new(s.index, &s.pieces);
+                let mut pos = s.position();
                 f(side, start..end, &mut pos)
             })
             .collect()
     }
 
-    /// The value, for the mover, of the capture `m` from the loaded position; `Illegal` when the
-    /// capture is not legal.
-    fn capture_value(&self, pos: &mut SlotPosition, m: Move) -> Result<Value, SolveError> {
-        let v = self.captures.after(pos, m)?;
+    /// The value, for the mover, of the move `m` leaving the job from the loaded position (a
+    /// capture or an exit); `Illegal` when the move is not legal. Rule values there are settled
+    /// facts of a job solved before, round 0 here.
+    fn exit_value(&self, pos: &mut SlotPosition, m: Move) -> Result<Value, SolveError> {
+        let v = self.exits.after(pos, m)?;
         Ok(match v {
             Value::Illegal => Value::Illegal,
             v => v.as_exit().for_mover(),
@@ -138,8 +141,8 @@ impl<'a> Phase<'a> {
         let mut best = Value::Illegal;
         let mut open = false;
         for &m in moves.iter() {
-            let v = if pos.board.is_empty(m.to()) {
-                match self.code((them, pos.slot_after_move(m))) {
+            let v = if let Some(q) = pos.stays(m) {
+                match self.code((them, q as u64)) {
                     Value::ILLEGAL_CODE => continue,
                     c if is_undecided(c) => {
                         open = true;
@@ -148,7 +151,7 @@ impl<'a> Phase<'a> {
                     c => Value::decode(c).for_mover(),
                 }
             } else {
-                match self.capture_value(pos, m)? {
+                match self.exit_value(pos, m)? {
                     Value::Illegal => continue,
                     v => {
                         open |= !v.is_loss();
@@ -163,9 +166,10 @@ impl<'a> Phase<'a> {
         Ok(Look { best, open })
     }
 
-    /// [`Phase::look`] at a position (undecided, its captures all losing) when every quiet legal
-    /// move leads to a position won for the opponent; `None`, found at the first other quiet
-    /// move, otherwise. Captures are looked at last, only when the quiet moves all lose.
+    /// [`Phase::look`] at a position (undecided, its captures and exits all losing) when every
+    /// legal move staying in the job leads to a position won for the opponent; `None`, found at
+    /// the first other such move, otherwise. The moves leaving the job are looked at last, only
+    /// when the others all lose.
     fn look_if_lost(&self, pos: &mut SlotPosition) -> Result<Option<Look>, SolveError> {
         let them = self.states(pos.board.side_to_move().opponent());
         // Slots are computed one by one, as in the retrograde solver's loss test: most
@@ -173,8 +177,8 @@ impl<'a> Phase<'a> {
         let mut moves = MoveList::new();
         pos.board.pseudo_moves(&mut moves);
         let mut best = Value::Illegal;
-        for &m in moves.iter().filter(|m| pos.board.is_empty(m.to())) {
-            let c = them[pos.slot_after_move(m) as usize].load(Relaxed);
+        for q in moves.iter().filter_map(|&m| pos.stays(m)) {
+            let c = them[q].load(Relaxed);
             if c == Value::ILLEGAL_CODE {
                 continue;
             }
@@ -188,10 +192,10 @@ impl<'a> Phase<'a> {
         }
         let mut open = false;
         for &m in moves.iter() {
-            if pos.board.is_empty(m.to()) {
+            if !pos.leaves(m) {
                 continue;
             }
-            match self.capture_value(pos, m)? {
+            match self.exit_value(pos, m)? {
                 Value::Illegal => {}
                 v => {
                     open |= !v.is_loss();
@@ -204,8 +208,9 @@ impl<'a> Phase<'a> {
         Ok(Some(Look { best, open }))
     }
 
-    /// Whether the side to move of the loaded position (undecided, its captures all losing) is
-    /// forced to offend: every legal quiet move into an undecided position is a check, or
+    /// Whether the side to move of the loaded position (undecided, its captures and exits all
+    /// losing) is forced to offend: every legal move in the job into an undecided position is a
+    /// check, or
     /// every one chases one and the same piece, and every other move loses. When it is, the
     /// positions those moves lead to get [`ROLE_WINNER`].
     fn forced(&self, pos: &mut SlotPosition) -> bool {
@@ -216,7 +221,7 @@ impl<'a> Phase<'a> {
         let mut chased = !0u128;
         let mut classifier: Option<Classifier> = None;
         for (i, &m) in moves.iter().enumerate() {
-            if !board.is_empty(m.to()) {
+            if slots[i] == LEAVES {
                 continue;
             }
             match them[slots[i]].load(Relaxed) {
@@ -245,9 +250,9 @@ impl<'a> Phase<'a> {
             return false;
         }
         // Forced: its moves into undecided positions lead to positions of the winner role.
-        for (i, &m) in moves.iter().enumerate() {
-            if board.is_empty(m.to()) {
-                let a = &them[slots[i]];
+        for &q in slots {
+            if q != LEAVES {
+                let a = &them[q];
                 let c = a.load(Relaxed);
                 if is_undecided(c) && c & ROLE_WINNER == 0 {
                     a.fetch_or(ROLE_WINNER, Relaxed);
@@ -285,8 +290,9 @@ impl<'a> Phase<'a> {
     }
 
     /// Round 0's start: the positions with a capture into another table's rule-decided
-    /// position. Sets [`HOLDS`] exactly (a capture draws, or wins by rule) and returns the
-    /// positions whose value through such captures falls due at a level, by level.
+    /// position, or an exit into one of another slice. Sets [`HOLDS`] exactly (a capture or exit
+    /// draws, or wins by rule) and returns the positions whose value through such moves falls
+    /// due at a level, by level.
     fn capture_exits(&self) -> Result<BTreeMap<u16, Vec<Pos>>, SolveError> {
         let found = self.par_chunks(|side, slots, pos| {
             let states = self.states(side);
@@ -301,8 +307,8 @@ impl<'a> Phase<'a> {
                 let mut moves = MoveList::new();
                 pos.board.pseudo_moves(&mut moves);
                 for &m in moves.iter() {
-                    if !pos.board.is_empty(m.to()) {
-                        let v = self.capture_value(pos, m)?;
+                    if pos.leaves(m) {
+                        let v = self.exit_value(pos, m)?;
                         if v.preference() > best_capture.preference() {
                             best_capture = v;
                         }
@@ -348,17 +354,26 @@ fn has_attacker(index: &xqtb_core::TableIndex, side: Color) -> bool {
 }
 
 /// Whether any table `deps` holds in memory for this table's captures has a rule value (or the
-/// dependencies are not in memory, so it cannot be told).
+/// dependencies are not in memory, so it cannot be told), or the job has exits (pawn advances
+/// into slices outside it: a `Probe` does not hand out parts to look into, so they may).
 fn dependencies_may_have_rule_values(solver: &Solver, deps: &dyn Probe) -> bool {
     let id = xqtb_core::TableId::new(solver.rules, solver.index.signature());
-    id.dependencies().iter().any(|d| match deps.table(d) {
-        None => true,
-        Some(t) => Color::ALL.iter().any(|&side| {
-            t.codes(side)
-                .par_iter()
-                .any(|&c| c != Value::ILLEGAL_CODE && c >= Value::MAX_DTM + 2)
-        }),
-    })
+    let job = solver.slots;
+    let inside = |r: xqtb_core::SlotRange| job.start <= r.start && r.end <= job.end;
+    let slices = solver.index.slices();
+    let exits = slices
+        .iter()
+        .filter(|s| inside(s.slots))
+        .any(|s| s.advances_into.iter().any(|&to| !inside(slices[to].slots)));
+    exits
+        || id.dependencies().iter().any(|d| match deps.table(d) {
+            None => true,
+            Some(t) => Color::ALL.iter().any(|&side| {
+                t.codes(side)
+                    .par_iter()
+                    .any(|&c| c != Value::ILLEGAL_CODE && c >= Value::MAX_DTM + 2)
+            }),
+        })
 }
 
 /// The value of `rule` in `round`, `plies` away (a win when `plies` is odd), or why it does not
@@ -419,7 +434,7 @@ pub(crate) fn decide(
     };
     let phase = Phase {
         solver,
-        captures: CaptureValues::new(index, solver.rules, deps),
+        exits: ExitValues::new(index, solver.rules, deps),
         gone: [flags(), flags()],
     };
     let mut total = 0u64;

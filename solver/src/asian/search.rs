@@ -18,7 +18,7 @@ use super::{
     FORCED, GONE_OFFENDER, GONE_WINNER, OFFENDER, Phase, Pos, ROLE_WINNER, TOUCHED, WINNER,
     is_undecided, rule_value,
 };
-use crate::position::{SlotPosition, prefetch};
+use crate::position::{LEAVES, SlotPosition, prefetch};
 use crate::rules::{Edge, Game, Label, SLOTS, Target, traps};
 use crate::solve::SolveError;
 use rayon::prelude::*;
@@ -33,7 +33,7 @@ use xqtb_core::{MAX_PIECES, Rule};
 /// component makes a batch of its own).
 const BATCH_NODES: u64 = 1 << 16;
 
-/// Table entries are numbered side-major: Red's slots, then Black's.
+/// The job's entries are numbered side-major: Red's job slots, then Black's.
 fn entry_of(size: u64, (side, slot): Pos) -> u64 {
     side.index() as u64 * size + slot
 }
@@ -56,7 +56,7 @@ struct NodeSet {
 
 impl NodeSet {
     fn of(phase: &Phase, flags: u16) -> NodeSet {
-        let size = phase.solver.index.size();
+        let size = phase.solver.len();
         let total = 2 * size;
         let bits: Vec<u64> = (0..total.div_ceil(64))
             .into_par_iter()
@@ -189,8 +189,9 @@ impl Components {
 }
 
 /// Calls `f(m, slot)` for each move of the trap graph from the loaded position, whose state is
-/// `c`: for an offender position every quiet move into an undecided position, for a winner
-/// position its quiet moves into offender positions.
+/// `c`: for an offender position every move in the job into an undecided position, for a winner
+/// position its moves in the job into offender positions. (Captures and exits are irreversible:
+/// no trap runs through them.)
 fn graph_moves(
     phase: &Phase,
     pos: &mut SlotPosition,
@@ -202,10 +203,10 @@ fn graph_moves(
     let pos = &*pos;
     let (moves, slots) = pos.last_successors();
     for (i, &m) in moves.iter().enumerate() {
-        if !pos.board.is_empty(m.to()) {
+        let q = slots[i];
+        if q == LEAVES {
             continue;
         }
-        let q = slots[i];
         let sc = them[q].load(Relaxed);
         if is_undecided(sc) && (c & OFFENDER != 0 || sc & OFFENDER != 0) {
             f(pos, m, q as u64);
@@ -217,7 +218,7 @@ fn graph_moves(
 /// away; `all` looks at every component (the first round). Returns how many it wrote.
 pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, SolveError> {
     let s = phase.solver;
-    let size = s.index.size();
+    let size = s.len();
     let t0 = std::time::Instant::now();
     mark_roles(phase);
     keep_safe(phase);
@@ -230,7 +231,7 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
     let comps = Components::new(nodes.len);
     nodes.for_each(|e, id| {
         let (side, slot) = pos_of(size, e);
-        let mut pos = SlotPosition::new(s.index, &s.pieces);
+        let mut pos = s.position();
         if !pos.load(slot, side) {
             return;
         }
@@ -425,7 +426,7 @@ fn keep_safe(phase: &Phase) {
                 let states = phase.states(side);
                 let them = side.opponent();
                 let preds = phase.states(them);
-                let mut q = SlotPosition::new(s.index, &s.pieces);
+                let mut q = s.position();
                 for slot in slots {
                     let c = states[slot as usize].load(Relaxed);
                     if !is_undecided(c) || c & gone == 0 {
@@ -489,13 +490,13 @@ impl TableGame {
     fn build(phase: &Phase, entries: Vec<u64>) -> Result<TableGame, SolveError> {
         let s = phase.solver;
         let index = s.index;
-        let size = index.size();
+        let size = s.len();
         let identical = (1..s.pieces.len()).any(|i| s.pieces[i] == s.pieces[i - 1]);
         let maps = std::sync::Mutex::new(Vec::<[u8; SLOTS]>::new());
         let parts: Vec<(Vec<u64>, Vec<u32>, Vec<bool>)> = entries
             .par_chunks(1024)
             .map(|chunk| {
-                let mut pos = SlotPosition::new(index, &s.pieces);
+                let mut pos = s.position();
                 let mut moves = Vec::new();
                 let mut ends = Vec::with_capacity(chunk.len());
                 let mut escapes = Vec::with_capacity(chunk.len());
@@ -511,8 +512,10 @@ impl TableGame {
                                 .binary_search(&target)
                                 .expect("a move of the trap graph stays in its component")
                                 as u32;
-                            let map_slots =
-                                identical.then(|| slot_map(index, &s.pieces, pos.squares(), m, q));
+                            let map_slots = identical.then(|| {
+                                let succ = pos.table_slot(q);
+                                slot_map(index, &s.pieces, pos.squares(), m, succ)
+                            });
                             let classes =
                                 classes.get_or_insert_with(|| Classifier::new(&pos.board));
                             let label = match classes.class(m) {
