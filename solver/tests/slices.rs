@@ -1,0 +1,246 @@
+//! Pawn slices as jobs of their own: a table with pawns solved slice by slice, in any order in
+//! which each slice comes after the slices its pawn advances lead into, is the table solved
+//! whole, under both rule sets; a slice job without one of those slices is a clear error.
+
+use solver::{JobError, SliceDeps, SolveError, solve, solve_by_slices, solve_range};
+use std::sync::Arc;
+use xiangqi::Color;
+use xqtb_core::{MemoryTables, RuleSet, Signature, SlotRange, Table, TableId, TableIndex};
+
+fn sig(s: &str) -> Signature {
+    s.parse().unwrap()
+}
+
+/// The tables `s`'s captures lead into (solved whole) under `rules`.
+fn deps_of(s: Signature, rules: RuleSet) -> MemoryTables {
+    let deps: Vec<Signature> = s.closure().into_iter().filter(|d| *d != s).collect();
+    solver::solve_closure_in_memory(&deps, rules, |_, _| {}).unwrap()
+}
+
+/// A fixed pseudo-random generator (SplitMix64), so a failing order can be reproduced.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    }
+}
+
+/// A random order of `index`'s slices in which every slice comes after those its pawn advances
+/// lead into (Kahn's algorithm, picking a random ready slice each time).
+fn random_order(index: &TableIndex, seed: u64) -> Vec<usize> {
+    let slices = index.slices();
+    let mut waiting: Vec<usize> = slices.iter().map(|s| s.advances_into.len()).collect();
+    let mut ready: Vec<usize> = (0..slices.len()).filter(|&i| waiting[i] == 0).collect();
+    let mut rng = Rng(seed);
+    let mut order = Vec::with_capacity(slices.len());
+    while !ready.is_empty() {
+        let s = ready.swap_remove(rng.below(ready.len()));
+        order.push(s);
+        for (i, slice) in slices.iter().enumerate() {
+            if slice.advances_into.contains(&s) {
+                waiting[i] -= 1;
+                if waiting[i] == 0 {
+                    ready.push(i);
+                }
+            }
+        }
+    }
+    assert_eq!(
+        order.len(),
+        slices.len(),
+        "the slices' advances form a cycle"
+    );
+    order
+}
+
+/// The first slot (side to move, slot) where two tables differ, for a readable failure.
+fn first_difference(a: &Table, b: &Table) -> Option<(Color, usize, u16, u16)> {
+    Color::ALL.into_iter().find_map(|side| {
+        let (x, y) = (a.codes(side), b.codes(side));
+        (0..x.len())
+            .find(|&i| x[i] != y[i])
+            .map(|i| (side, i, x[i], y[i]))
+    })
+}
+
+fn sliced_equals_whole(name: &str, rules: RuleSet) {
+    let s = sig(name);
+    let id = TableId::new(rules, s);
+    let index = TableIndex::new(s);
+    let slices = index.slices();
+    assert!(
+        slices.len() > 1,
+        "{name} has {} slice(s): the test needs a sliced index",
+        slices.len()
+    );
+    let deps = deps_of(s, rules);
+    let started = std::time::Instant::now();
+    let whole = solve(id, &deps, &|_| {}).unwrap();
+    let whole_secs = started.elapsed().as_secs_f64();
+    let in_slot_order: Vec<usize> = (0..slices.len()).collect();
+    let orders = [
+        in_slot_order,
+        random_order(&index, 1),
+        random_order(&index, 2),
+    ];
+    for (k, order) in orders.iter().enumerate() {
+        // The first order's parts are also verified, each against the parts before it.
+        let started = std::time::Instant::now();
+        let sliced = solve_by_slices(id, &deps, order, k == 0, &|_| {}).unwrap();
+        assert!(sliced.is_whole());
+        if let Some((side, slot, w, p)) = first_difference(&whole, &sliced) {
+            panic!(
+                "{name} ({rules}) in order {order:?}: {side} to move, slot {slot} ({:?}): whole {:?}, \
+                 by slices {:?}",
+                index.board(slot as u64, side).map(|b| b.fen()),
+                xqtb_core::Value::decode(w),
+                xqtb_core::Value::decode(p)
+            );
+        }
+        eprintln!(
+            "{name} ({rules}): {} slices, whole {whole_secs:.2} s, by slices {:.2} s{}",
+            slices.len(),
+            started.elapsed().as_secs_f64(),
+            if k == 0 { " with verification" } else { "" }
+        );
+    }
+}
+
+macro_rules! sliced_tests {
+    ($($test:ident: $name:literal,)*) => {
+        mod cycles_are_draws {
+            use super::*;
+            $(#[test] fn $test() { sliced_equals_whole($name, RuleSet::CyclesAreDraws); })*
+        }
+        mod asian {
+            use super::*;
+            $(#[test] fn $test() { sliced_equals_whole($name, RuleSet::Asian); })*
+        }
+    };
+}
+
+sliced_tests! {
+    kpvk: "KPvK",
+    kppvk: "KPPvK",
+    kpvka: "KPvKA",
+    kpvkb: "KPvKB",
+    kpvkp: "KPvKP",
+    krpvk: "KRPvK",
+    krvkp: "KRvKP",
+    knpvk: "KNPvK",
+    kcpvk: "KCPvK",
+    kcvkp: "KCvKP",
+    knvkp: "KNvKP",
+}
+
+#[test]
+fn a_slice_without_a_slice_its_advances_lead_into_is_a_clear_error() {
+    for rules in [RuleSet::CyclesAreDraws, RuleSet::Asian] {
+        let s = sig("KPPvK");
+        let id = TableId::new(rules, s);
+        let index = TableIndex::new(s);
+        let slices = index.slices();
+        let deps = deps_of(s, rules);
+        let (at, slice) = slices
+            .iter()
+            .enumerate()
+            .find(|(_, x)| !x.advances_into.is_empty())
+            .expect("some slice has pawn advances");
+        // Nothing of the table at all.
+        let missing = slices[slice.advances_into[0]].slots;
+        let err = solve_range(id, slice.slots, &deps, &|_| {}).unwrap_err();
+        assert_eq!(
+            err,
+            SolveError::MissingSlice {
+                table: s,
+                slots: slice.slots,
+                missing
+            }
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("KPPvK") && text.contains(&missing.to_string()),
+            "{text}"
+        );
+        // Every other slice of the table but that one.
+        let whole = solve(id, &deps, &|_| {}).unwrap();
+        let mut parts = SliceDeps::new(id, &deps);
+        for (i, x) in slices.iter().enumerate() {
+            if i != slice.advances_into[0] && i != at {
+                parts.insert(Arc::new(part_of(&whole, x.slots)));
+            }
+        }
+        let err = solve_range(id, slice.slots, &parts, &|_| {}).unwrap_err();
+        assert!(
+            matches!(err, SolveError::MissingSlice { missing: m, .. } if m == missing),
+            "{err}"
+        );
+        // A slice order that puts a slice before one its advances lead into fails the same way.
+        let reversed: Vec<usize> = (0..slices.len()).rev().collect();
+        match solve_by_slices(id, &deps, &reversed, false, &|_| {}) {
+            Err(JobError::Solve(SolveError::MissingSlice { table, .. })) => assert_eq!(table, s),
+            other => panic!("expected a missing slice, got {other:?}"),
+        }
+        // Slots that cut a slice are refused.
+        let cut = SlotRange {
+            start: slice.slots.start,
+            end: slice.slots.end - 1,
+        };
+        assert_eq!(
+            solve_range(id, cut, &deps, &|_| {}).unwrap_err(),
+            SolveError::NotSlices {
+                table: s,
+                slots: cut
+            }
+        );
+    }
+}
+
+/// The part of `whole` over `slots`.
+fn part_of(whole: &Table, slots: SlotRange) -> Table {
+    let codes =
+        Color::ALL.map(|side| whole.codes(side)[slots.start as usize..slots.end as usize].to_vec());
+    Table::part(whole.index().clone(), whole.rules(), slots, codes)
+}
+
+#[test]
+fn a_part_is_verified_against_the_slices_before_it() {
+    let s = sig("KPvKA");
+    let rules = RuleSet::CyclesAreDraws;
+    let id = TableId::new(rules, s);
+    let deps = deps_of(s, rules);
+    let whole = solve(id, &deps, &|_| {}).unwrap();
+    let index = TableIndex::new(s);
+    let slices = index.slices();
+    // The last slice with pawn advances: its slots are far from slot 0.
+    let slice = slices
+        .iter()
+        .rfind(|x| !x.advances_into.is_empty())
+        .expect("some slice has pawn advances");
+    let mut parts = SliceDeps::new(id, &deps);
+    for x in slices {
+        if x != slice {
+            parts.insert(Arc::new(part_of(&whole, x.slots)));
+        }
+    }
+    let good = part_of(&whole, slice.slots);
+    assert!(solver::verify(&good, &parts).is_ok());
+    // A win one ply too fast is caught in the part (at it or a predecessor), named by table
+    // slot.
+    let reds = good.codes(Color::Red);
+    let i = (0..reds.len())
+        .find(|&i| matches!(xqtb_core::Value::decode(reds[i]), xqtb_core::Value::Win(d) if d > 1))
+        .expect("a win");
+    let mut bad = good.clone();
+    bad.codes_mut(Color::Red)[i] = xqtb_core::Value::Win(1).encode();
+    let err = solver::verify(&bad, &parts).expect_err("caught");
+    assert!(
+        slice.slots.start <= err.slot && err.slot < slice.slots.end,
+        "{err}"
+    );
+}
