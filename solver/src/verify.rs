@@ -183,11 +183,13 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
 ) -> Result<(), Box<VerifyError>> {
     let code = table.code(side, slot);
     let stored = Value::decode(code);
+    // Counts and failures name the table's slot, not the job's.
+    let at = table.slots().start + slot;
     let fail = |fen: String, expected: Value| {
         Box::new(VerifyError {
             signature: table.index().signature(),
             side,
-            slot: table.slots().start + slot,
+            slot: at,
             fen,
             stored,
             expected,
@@ -240,7 +242,7 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
         if let Value::RuleLoss(r) = stored
             && r.plies == 0
         {
-            local.counts.add(side, slot, stored);
+            local.counts.add(side, at, stored);
             return Ok(());
         }
         if stored == Value::Draw && best == Value::Draw && local.both_attack {
@@ -259,6 +261,6 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
     if stored != best {
         return Err(fail(board.fen(), best));
     }
-    local.counts.add(side, slot, best);
+    local.counts.add(side, at, best);
     Ok(())
 }
