@@ -210,7 +210,7 @@ fn part_of(whole: &Table, slots: SlotRange) -> Table {
 
 #[test]
 fn a_part_is_verified_against_the_slices_before_it() {
-    let s = sig("KPvKA");
+    let s = sig("KPvK");
     let rules = RuleSet::CyclesAreDraws;
     let id = TableId::new(rules, s);
     let deps = deps_of(s, rules);
