@@ -5,7 +5,7 @@
 use solver::{JobError, SliceDeps, SolveError, solve, solve_by_slices, solve_range};
 use std::sync::Arc;
 use xiangqi::Color;
-use xqtb_core::{MemoryTables, RuleSet, Signature, SlotRange, Table, TableId, TableIndex};
+use xqtb_core::{MemoryTables, RuleSet, Signature, SlotRange, Table, TableId, TableIndex, Value};
 
 fn sig(s: &str) -> Signature {
     s.parse().unwrap()
@@ -58,6 +58,19 @@ fn random_order(index: &TableIndex, seed: u64) -> Vec<usize> {
     order
 }
 
+/// Entries of `t` that hold a rule value (Asian rule set).
+fn rule_values(t: &Table) -> usize {
+    Color::ALL
+        .iter()
+        .map(|&side| {
+            t.codes(side)
+                .iter()
+                .filter(|&&c| Value::decode(c).rule().is_some())
+                .count()
+        })
+        .sum()
+}
+
 /// The first slot (side to move, slot) where two tables differ, for a readable failure.
 fn first_difference(a: &Table, b: &Table) -> Option<(Color, usize, u16, u16)> {
     Color::ALL.into_iter().find_map(|side| {
@@ -98,13 +111,14 @@ fn sliced_equals_whole(name: &str, rules: RuleSet) {
                 "{name} ({rules}) in order {order:?}: {side} to move, slot {slot} ({:?}): whole {:?}, \
                  by slices {:?}",
                 index.board(slot as u64, side).map(|b| b.fen()),
-                xqtb_core::Value::decode(w),
-                xqtb_core::Value::decode(p)
+                Value::decode(w),
+                Value::decode(p)
             );
         }
         eprintln!(
-            "{name} ({rules}): {} slices, whole {whole_secs:.2} s, by slices {:.2} s{}",
+            "{name} ({rules}): {} slices, {} rule values, whole {whole_secs:.2} s, by slices {:.2} s{}",
             slices.len(),
+            rule_values(&whole),
             started.elapsed().as_secs_f64(),
             if k == 0 { " with verification" } else { "" }
         );
@@ -124,6 +138,110 @@ macro_rules! sliced_tests {
     };
 }
 
+/// Whether two values agree but for the details of a rule value (its round, rule and plies):
+/// the same mate, the same draw, or both won (or both lost) by a rule.
+fn same_but_rule_details(a: Value, b: Value) -> bool {
+    match (a, b) {
+        (Value::RuleWin(_), Value::RuleWin(_)) | (Value::RuleLoss(_), Value::RuleLoss(_)) => true,
+        _ => a == b,
+    }
+}
+
+/// Tables whose Asian rule values are found in rounds that cross slices: a trap in one slice
+/// rests on rule values that a pawn advance leads to in another, decided in an earlier round of
+/// the whole solve but settled facts (round 0, like captures) for a slice job. Rounds order the
+/// winner's and loser's preferences, so the round, the rule and the plies of such values can
+/// differ between a whole solve and a solve by slices. What must hold: solved slice by slice
+/// the table is the same in every order and verifies, and agrees with the whole solve on every
+/// mate, every draw and who wins by rule. (Identical codes need the whole solve to count rounds
+/// per slice too: not done yet, see the branch's report.)
+fn sliced_equals_whole_but_rule_details(name: &str) {
+    let rules = RuleSet::Asian;
+    let s = sig(name);
+    let id = TableId::new(rules, s);
+    let index = TableIndex::new(s);
+    let deps = deps_of(s, rules);
+    let whole = solve(id, &deps, &|_| {}).unwrap();
+    let orders = [
+        (0..index.slices().len()).collect::<Vec<_>>(),
+        random_order(&index, 1),
+    ];
+    let first = solve_by_slices(id, &deps, &orders[0], true, &|_| {}).unwrap();
+    let again = solve_by_slices(id, &deps, &orders[1], false, &|_| {}).unwrap();
+    assert!(
+        first_difference(&first, &again).is_none(),
+        "{name}: two slice orders differ"
+    );
+    let mut differ = 0;
+    for side in Color::ALL {
+        for (slot, (&w, &p)) in whole.codes(side).iter().zip(first.codes(side)).enumerate() {
+            let (w, p) = (Value::decode(w), Value::decode(p));
+            assert!(
+                same_but_rule_details(w, p),
+                "{name}: {side} to move, slot {slot}: whole {w:?}, by slices {p:?}"
+            );
+            differ += usize::from(w != p);
+        }
+    }
+    eprintln!(
+        "{name}: {} rule values, {differ} of them with another round, rule or plies by slices",
+        rule_values(&whole)
+    );
+    assert!(
+        differ > 0,
+        "{name}: no rule value differs any more: move it to the exact tests"
+    );
+}
+
+#[test]
+fn asian_rounds_across_slices_knvkpp() {
+    sliced_equals_whole_but_rule_details("KNvKPP");
+}
+
+#[test]
+fn asian_rounds_across_slices_kcvkpp() {
+    sliced_equals_whole_but_rule_details("KCvKPP");
+}
+
+#[test]
+fn exact_under_cycles_are_draws_knvkpp() {
+    sliced_equals_whole("KNvKPP", RuleSet::CyclesAreDraws);
+}
+
+#[test]
+#[ignore = "slow (about a minute): run with --ignored"]
+fn asian_rounds_across_slices_krvkpp() {
+    sliced_equals_whole_but_rule_details("KRvKPP");
+}
+
+/// Larger tables, exact under both rule sets (minutes in all): run with --ignored.
+mod slow {
+    use super::*;
+    #[test]
+    #[ignore = "slow: run with --ignored"]
+    fn kpppvk() {
+        sliced_equals_whole("KPPPvK", RuleSet::CyclesAreDraws);
+        sliced_equals_whole("KPPPvK", RuleSet::Asian);
+    }
+    #[test]
+    #[ignore = "slow: run with --ignored"]
+    fn kppvkp() {
+        sliced_equals_whole("KPPvKP", RuleSet::CyclesAreDraws);
+        sliced_equals_whole("KPPvKP", RuleSet::Asian);
+    }
+    #[test]
+    #[ignore = "slow: run with --ignored"]
+    fn krpvkp() {
+        sliced_equals_whole("KRPvKP", RuleSet::CyclesAreDraws);
+        sliced_equals_whole("KRPvKP", RuleSet::Asian);
+    }
+    #[test]
+    #[ignore = "slow: run with --ignored"]
+    fn krvkpp_cycles_are_draws() {
+        sliced_equals_whole("KRvKPP", RuleSet::CyclesAreDraws);
+    }
+}
+
 sliced_tests! {
     kpvk: "KPvK",
     kppvk: "KPPvK",
@@ -136,6 +254,10 @@ sliced_tests! {
     kcpvk: "KCPvK",
     kcvkp: "KCvKP",
     knvkp: "KNvKP",
+    krpvka: "KRPvKA",
+    knpvka: "KNPvKA",
+    kcpvka: "KCPvKA",
+    kppvka: "KPPvKA",
 }
 
 #[test]
@@ -234,10 +356,10 @@ fn a_part_is_verified_against_the_slices_before_it() {
     // slot.
     let reds = good.codes(Color::Red);
     let i = (0..reds.len())
-        .find(|&i| matches!(xqtb_core::Value::decode(reds[i]), xqtb_core::Value::Win(d) if d > 1))
+        .find(|&i| matches!(Value::decode(reds[i]), Value::Win(d) if d > 1))
         .expect("a win");
     let mut bad = good.clone();
-    bad.codes_mut(Color::Red)[i] = xqtb_core::Value::Win(1).encode();
+    bad.codes_mut(Color::Red)[i] = Value::Win(1).encode();
     let err = solver::verify(&bad, &parts).expect_err("caught");
     assert!(
         slice.slots.start <= err.slot && err.slot < slice.slots.end,
