@@ -147,11 +147,27 @@ pub(crate) fn capture_holds(c: u16) -> bool {
 
 /// Solves table `id`, reading the tables its captures lead into (under the same rule set) from
 /// `deps`.
+///
+/// Under the repetition rules a table of several pawn slices is solved slice by slice, in slot
+/// order, each slice reading the ones its pawn advances lead into as it reads the tables its
+/// captures lead into: a pawn's step forward, like a capture, can never be part of a repeating
+/// cycle, and the rounds of the rule phase (which order rule-decided distances) then start
+/// afresh behind it. So a table has the same values however many jobs solve it.
 pub fn solve(
     id: TableId,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Table, SolveError> {
+    let slices = TableIndex::slices_of(&id.signature).len();
+    if id.rules == RuleSet::Asian && slices > 1 {
+        let order: Vec<usize> = (0..slices).collect();
+        return crate::slices::solve_by_slices(id, deps, &order, false, progress).map_err(
+            |e| match e {
+                crate::JobError::Solve(e) => e,
+                crate::JobError::Verify(e) => unreachable!("parts are not verified here: {e}"),
+            },
+        );
+    }
     solve_range(id, SlotRange::whole(&id.signature), deps, progress)
 }
 

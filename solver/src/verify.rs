@@ -59,6 +59,21 @@ pub fn verify_reporting(
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<TableCounts, Box<VerifyError>> {
+    // Under the repetition rules a whole table of several slices is verified part by part, as
+    // it is solved (see `solve`): moves into other slices are read like captures.
+    if table.rules() == RuleSet::Asian && table.is_whole() && table.index().slices().len() > 1 {
+        let mut with_table = crate::slices::SliceDeps::new(table.id(), deps);
+        with_table.insert(std::sync::Arc::new(table.clone()));
+        let mut counts = TableCounts::default();
+        for i in 0..table.index().slices().len() {
+            let span = table.index().slice_span(i);
+            let codes = Color::ALL
+                .map(|side| table.codes(side)[span.start as usize..span.end as usize].to_vec());
+            let part = Table::part(table.index().clone(), table.rules(), span, codes);
+            counts = counts.merge(verify_reporting(&part, &with_table, progress)?);
+        }
+        return Ok(counts);
+    }
     // The one place the verifier depends on the rule set: the proof in the module header holds
     // for cycles-are-draws.
     match table.rules() {
