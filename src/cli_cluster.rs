@@ -43,6 +43,10 @@ pub struct CoordinatorArgs {
     /// Leases per job before it is marked failed.
     #[arg(long, default_value_t = 5)]
     max_attempts: u32,
+    /// Solve tables with pawns of at least this many entries as one job per pawn slice (the
+    /// slices of one table then run on several workers at once, each holding only its slice).
+    #[arg(long, default_value_t = coordinator::DEFAULT_SLICE_FROM_ENTRIES)]
+    slice_from_entries: u64,
     /// PEM certificate for TLS (with --tls-key).
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -267,6 +271,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
         scheduler: SchedulerConfig {
             lease_ttl_ms: args.lease_ttl_secs.max(1) * 1000,
             max_attempts: args.max_attempts.max(1),
+            slice_from_entries: args.slice_from_entries,
         },
         default_rules: args.rules,
         tls: args.tls_cert.zip(args.tls_key),

@@ -49,6 +49,10 @@ pub struct PlanArgs {
     /// With --workers: memory of each worker, e.g. 256GiB (default: this machine's memory).
     #[arg(long, value_name = "BYTES", requires = "workers")]
     memory: Option<bytesize::ByteSize>,
+    /// Tables with pawns of at least this many entries are one job per pawn slice, as the
+    /// coordinator's option of the same name makes them.
+    #[arg(long, value_name = "ENTRIES", default_value_t = coordinator::DEFAULT_SLICE_FROM_ENTRIES)]
+    slice_from_entries: u64,
 }
 
 const JSON_HELP: &str = "\
@@ -68,7 +72,11 @@ worker solving, verifying and encoding it; stored_bytes: its compressed size in 
 (estimated); cpu_seconds: CPU time to solve, verify and encode it (estimated; divide by the
 threads for the time). The totals are the sums over the jobs, except max_solve_bytes: the
 largest solve_bytes, the memory the biggest worker needs, and max_solve_job, the job that needs
-it (null when the plan is empty). The estimates come from measured rates (BENCHMARKS.md, \"Cost model\").";
+it (null when the plan is empty). A table with pawns of at least --slice-from-entries entries is
+one job per pawn slice: such a job also has first_slot and end_slot (its slots) and
+slice_dependencies, the [first_slot, end_slot] of each slice of its own table that its pawn
+advances lead into, whose entries count in its dependency_entries. The estimates come from
+measured rates (BENCHMARKS.md, \"Cost model\").";
 
 fn parse_attackers(text: &str) -> Result<u8, String> {
     let n: u8 = text
@@ -123,7 +131,11 @@ pub fn endgames_with_attackers(attackers: u8, max_pieces: Option<u32>) -> Result
 /// The jobs that generate `roots` and everything they depend on under `rules`, in dependency
 /// order, each with its estimated cost. Index sizes are built in parallel (thousands of tables
 /// for a whole endgame set).
-pub fn plan_rows(roots: &[Signature], rules: RuleSet) -> Vec<(JobKey, JobCost)> {
+pub fn plan_rows(
+    roots: &[Signature],
+    rules: RuleSet,
+    slice_from_entries: u64,
+) -> Vec<(JobKey, JobCost)> {
     let closure = xqtb_core::closure_of(roots);
     // Every dependency is in the closure: sizing each once here makes the costs cache hits.
     closure.par_iter().for_each(|s| {
@@ -131,10 +143,8 @@ pub fn plan_rows(roots: &[Signature], rules: RuleSet) -> Vec<(JobKey, JobCost)> 
     });
     closure
         .par_iter()
-        .map(|&s| {
-            let key = JobKey::whole(TableId::new(rules, s));
-            (key, JobCost::of(&key))
-        })
+        .flat_map_iter(|&s| JobKey::jobs_of(TableId::new(rules, s), slice_from_entries))
+        .map(|key| (key, JobCost::of(&key)))
         .collect()
 }
 
@@ -208,7 +218,7 @@ pub fn plan(args: PlanArgs) -> Result<()> {
             roots
         }
     };
-    let rows = plan_rows(&roots, args.rules);
+    let rows = plan_rows(&roots, args.rules, args.slice_from_entries);
     let totals = totals(&rows)?;
     let simulated = args.workers.map(|n| {
         let threads = args
@@ -226,7 +236,7 @@ pub fn plan(args: PlanArgs) -> Result<()> {
             })
             .collect();
         let targets: Vec<TableId> = roots.iter().map(|s| TableId::new(args.rules, *s)).collect();
-        let sim = simulate::simulate(&targets, &workers);
+        let sim = simulate::simulate(&targets, &workers, args.slice_from_entries);
         (workers, sim)
     });
     if args.json {
@@ -251,7 +261,7 @@ fn job_json(key: &JobKey, c: &JobCost) -> Json {
         .iter()
         .map(|d| d.signature.name())
         .collect();
-    json!({
+    let mut job = json!({
         "signature": key.table.signature.name(),
         "rules": key.table.rules.name(),
         "slots": c.slots,
@@ -261,7 +271,18 @@ fn job_json(key: &JobKey, c: &JobCost) -> Json {
         "solve_bytes": c.solve_bytes,
         "stored_bytes": c.stored_bytes,
         "cpu_seconds": c.cpu_seconds,
-    })
+    });
+    if !key.is_whole_table() {
+        // A pawn slice: its slots, and the slices of its table its pawn advances read.
+        job["first_slot"] = json!(key.slots.start);
+        job["end_slot"] = json!(key.slots.end);
+        job["slice_dependencies"] = key
+            .slice_dependencies()
+            .iter()
+            .map(|r| json!([r.start, r.end]))
+            .collect();
+    }
+    job
 }
 
 /// The plan as one JSON object (documented in `xqtb plan --help`).

@@ -941,3 +941,72 @@ fn a_worker_gets_only_the_jobs_its_memory_can_hold() {
         "{leased:?}"
     );
 }
+
+/// A table with pawns solved slice by slice through the cluster: one job per pawn slice, a
+/// worker SIGKILLed in the middle of a slice, its slice leased again; the table the slices
+/// assemble into equals `xqtb solve`'s byte for byte, and so does every other table.
+#[test]
+fn a_table_solved_in_pawn_slices_with_a_killed_worker_equals_a_local_solve() {
+    let dir = TempDir::new("slices");
+    let port = free_port();
+    let _c = coordinator(
+        &dir,
+        port,
+        &[
+            "--plan",
+            "KRvKP",
+            "--slice-from-entries",
+            "0",
+            "--lease-ttl-secs",
+            "2",
+        ],
+    );
+    let slices = xqtb_core::TableIndex::new("KRvKP".parse().unwrap())
+        .slices()
+        .len();
+    // Every job but KRvK's is a pawn slice (of KPvK or of KRvKP).
+    let sliced = |j: &JobStatus| sig_of(j) != "KRvK";
+    let mut slow = worker(
+        &dir,
+        port,
+        "slow",
+        &["--threads", "1", "--debug-delay-upload-ms", "60000"],
+    );
+    let rt = rt();
+    rt.block_on(wait_until(
+        port,
+        "a slice leased",
+        Duration::from_secs(120),
+        |s| {
+            s.jobs
+                .iter()
+                .any(|j| sliced(j) && j.state == "leased" && j.worker_id.contains("slow"))
+        },
+    ));
+    std::thread::sleep(Duration::from_millis(1500));
+    slow.kill();
+    let mut a = worker(&dir, port, "a", &["--threads", "1", "--exit-when-done"]);
+    let mut b = worker(&dir, port, "b", &["--threads", "1", "--exit-when-done"]);
+    let s = rt.block_on(wait_until(
+        port,
+        "every slice",
+        Duration::from_secs(300),
+        all_finished,
+    ));
+    assert!(a.wait_exit(Duration::from_secs(30)), "{}", a.log());
+    assert!(b.wait_exit(Duration::from_secs(30)), "{}", b.log());
+    let krkp: Vec<&JobStatus> = s.jobs.iter().filter(|j| sig_of(j) == "KRvKP").collect();
+    assert_eq!(krkp.len(), slices, "one job per slice: {krkp:#?}");
+    assert!(
+        s.jobs.iter().any(|j| sliced(j) && j.attempts == 2),
+        "the killed slice was leased again: {:#?}",
+        s.jobs
+    );
+    for sig in ["KPvK", "KRvK", "KRvKP"] {
+        let remote = rt.block_on(download(port, sig));
+        assert!(
+            remote == solo_shard(&dir, &["KRvKP"], sig),
+            "{sig}: the cluster's shard differs from xqtb solve's"
+        );
+    }
+}

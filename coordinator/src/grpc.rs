@@ -21,7 +21,7 @@ use std::time::Duration;
 use storage_format::store::StoreError;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
-use xqtb_core::{ProbeError, TableId};
+use xqtb_core::{ProbeError, SlotRange, TableId};
 
 /// Size of the chunks shards are streamed in (well under tonic's 4 MiB message limit).
 pub const CHUNK_BYTES: usize = 512 * 1024;
@@ -97,8 +97,16 @@ type ChunkStream = Pin<Box<dyn Stream<Item = Result<ShardChunk, Status>> + Send>
 /// shard at once, so a stalled reader does not keep it in memory for as long as its connection
 /// lives, and the stream then ends with DEADLINE_EXCEEDED after the chunks already queued, so a
 /// reader that comes back learns why its download is short.
-async fn shard_stream(app: &Arc<App>, table: TableId) -> Result<ChunkStream, Status> {
-    let file = blocking(app, move |a| a.shard(&table)).await?;
+async fn shard_stream(
+    app: &Arc<App>,
+    table: TableId,
+    part: Option<SlotRange>,
+) -> Result<ChunkStream, Status> {
+    let file = blocking(app, move |a| match part {
+        None => a.shard(&table),
+        Some(slots) => a.part_shard(&table, slots),
+    })
+    .await?;
     let idle = app.limits().stream_idle_timeout;
     let chunk_bytes = app.limits().download_chunk_bytes.max(1);
     let (tx, rx) = tokio::sync::mpsc::channel(2);
@@ -309,7 +317,11 @@ impl Jobs for JobsService {
             authorize(&self.0, &req, true)?;
             let r = req.get_ref();
             let table = table_of(&self.0, &r.signature, &r.rules)?;
-            Ok(Response::new(shard_stream(&self.0, table).await?))
+            let part = (r.slot_end > 0).then_some(SlotRange {
+                start: r.slot_start,
+                end: r.slot_end,
+            });
+            Ok(Response::new(shard_stream(&self.0, table, part).await?))
         })
         .await
     }
@@ -453,7 +465,7 @@ impl Tablebase for TablebaseService {
             authorize(&self.0, &req, false)?;
             let r = req.get_ref();
             let table = table_of(&self.0, &r.signature, &r.rules)?;
-            Ok(Response::new(shard_stream(&self.0, table).await?))
+            Ok(Response::new(shard_stream(&self.0, table, None).await?))
         })
         .await
     }

@@ -21,5 +21,8 @@ pub mod server;
 pub mod simulate;
 
 pub use app::{Access, App, AppError, Limits, MAX_PROBE_BATCH, StatusReport, human_bytes};
-pub use scheduler::{Grant, JobRecord, JobState, Lease, LeaseError, Scheduler, SchedulerConfig};
+pub use scheduler::{
+    DEFAULT_SLICE_FROM_ENTRIES, Grant, JobRecord, JobState, Lease, LeaseError, Scheduler,
+    SchedulerConfig,
+};
 pub use server::{Coordinator, CoordinatorConfig};

@@ -193,13 +193,22 @@ pub struct SchedulerConfig {
     pub lease_ttl_ms: u64,
     /// Leases granted per job before it is marked failed.
     pub max_attempts: u32,
+    /// Tables with pawns of at least this many entries are solved as one job per pawn slice
+    /// (see [`JobKey::jobs_of`]); smaller ones as one job, whose overhead a slice would not
+    /// repay.
+    pub slice_from_entries: u64,
 }
+
+/// Entries from which a table with pawns is solved slice by slice unless told otherwise: 2^27
+/// (a table of about 300 MB of memory while solving).
+pub const DEFAULT_SLICE_FROM_ENTRIES: u64 = 1 << 27;
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             lease_ttl_ms: 30_000,
             max_attempts: 5,
+            slice_from_entries: DEFAULT_SLICE_FROM_ENTRIES,
         }
     }
 }
@@ -227,6 +236,15 @@ fn plan_order(k: &JobKey) -> (u32, String, RuleSet, u64) {
         k.table.rules,
         k.slots.start,
     )
+}
+
+/// The first key of `table`'s jobs in key order (no job has it): where a range of its jobs
+/// begins.
+fn lowest_key(table: TableId) -> JobKey {
+    JobKey {
+        table,
+        slots: SlotRange { start: 0, end: 0 },
+    }
 }
 
 /// All jobs and their leases.
@@ -322,13 +340,28 @@ impl Scheduler {
         // Dependents come later in plan order, so one backward pass sees every dependent's path
         // before the jobs it depends on.
         let mut longest_after: HashMap<TableId, f64> = HashMap::new();
+        // The same for the slices of one table that others of its slices read.
+        let mut longest_after_job: HashMap<JobKey, f64> = HashMap::new();
         self.path_seconds.clear();
         for key in self.order.iter().rev() {
-            let after = longest_after.get(&key.table).copied().unwrap_or(0.0);
+            let after = longest_after
+                .get(&key.table)
+                .copied()
+                .unwrap_or(0.0)
+                .max(longest_after_job.get(key).copied().unwrap_or(0.0));
             let path = self.costs[key].cpu_seconds + after;
             self.path_seconds.insert(*key, path);
             for dep in key.table.dependencies() {
                 let e = longest_after.entry(dep).or_insert(0.0);
+                *e = e.max(path);
+            }
+            for slots in key.slice_dependencies() {
+                let e = longest_after_job
+                    .entry(JobKey {
+                        table: key.table,
+                        slots,
+                    })
+                    .or_insert(0.0);
                 *e = e.max(path);
             }
         }
@@ -374,6 +407,25 @@ impl Scheduler {
             self.ready.insert(entry);
         }
         let mut readied = Vec::new();
+        if to == JobState::Finished && !key.is_whole_table() {
+            // Slices of the same table that read this one may be ready now.
+            let table = key.table;
+            let waiting: Vec<JobKey> = self
+                .jobs
+                .range(lowest_key(table)..)
+                .take_while(|(k, _)| k.table == table)
+                .filter(|(k, j)| {
+                    j.state == JobState::Waiting && k.slice_dependencies().contains(&key.slots)
+                })
+                .map(|(k, _)| *k)
+                .collect();
+            for w in waiting {
+                if self.dependencies_done(&w) {
+                    self.set_state(w, JobState::Ready);
+                    readied.push(self.jobs[&w].clone());
+                }
+            }
+        }
         if to == JobState::Finished {
             let left = self
                 .unfinished
@@ -397,10 +449,19 @@ impl Scheduler {
     /// Whether every table `key` depends on is finished (a table nobody planned counts as
     /// finished: it is not this scheduler's to wait for).
     fn dependencies_done(&self, key: &JobKey) -> bool {
+        let slice_done = |slots: SlotRange| {
+            self.jobs
+                .get(&JobKey {
+                    table: key.table,
+                    slots,
+                })
+                .is_none_or(|j| j.state == JobState::Finished)
+        };
         key.table
             .dependencies()
             .iter()
             .all(|d| !self.unfinished.contains_key(d))
+            && key.slice_dependencies().into_iter().all(slice_done)
     }
 
     /// The estimated cost of a planned job.
@@ -424,28 +485,34 @@ impl Scheduler {
     ) -> (Vec<JobRecord>, Vec<JobKey>) {
         let mut new = Vec::new();
         for table in xqtb_core::closure_of_tables(targets) {
-            let key = JobKey::whole(table);
-            if self.jobs.contains_key(&key) {
+            let planned = self
+                .jobs
+                .range(lowest_key(table)..)
+                .next()
+                .is_some_and(|(k, _)| k.table == table);
+            if planned {
                 continue;
             }
             let done = finished(&table);
-            self.jobs.insert(
-                key,
-                JobRecord {
+            for key in JobKey::jobs_of(table, self.config.slice_from_entries) {
+                self.jobs.insert(
                     key,
-                    state: if done {
-                        JobState::Finished
-                    } else {
-                        JobState::Waiting
+                    JobRecord {
+                        key,
+                        state: if done {
+                            JobState::Finished
+                        } else {
+                            JobState::Waiting
+                        },
+                        attempts: 0,
+                        lease: None,
+                        last_error: None,
+                        progress: if done { 1.0 } else { 0.0 },
+                        finished_at_ms: None,
                     },
-                    attempts: 0,
-                    lease: None,
-                    last_error: None,
-                    progress: if done { 1.0 } else { 0.0 },
-                    finished_at_ms: None,
-                },
-            );
-            new.push(key);
+                );
+                new.push(key);
+            }
         }
         self.reindex();
         let mut changed = self.refresh_ready();
@@ -676,6 +743,7 @@ mod tests {
             SchedulerConfig {
                 lease_ttl_ms: 1000,
                 max_attempts: 2,
+                ..SchedulerConfig::default()
             },
             vec![],
             "t".into(),
@@ -763,6 +831,7 @@ mod tests {
             SchedulerConfig {
                 lease_ttl_ms: 1000,
                 max_attempts: 2,
+                ..SchedulerConfig::default()
             },
             persisted,
             "u".into(),
@@ -792,6 +861,57 @@ mod tests {
         assert!(s.lease("tiny", Some(1), 2).0.is_none());
         let g = s.lease("big", Some(need(&s, "KRvKR")), 2).0.unwrap();
         assert_eq!(g.key, job("KRvKR"));
+    }
+
+    /// A table with pawns above the threshold is one job per slice; a slice is leased only
+    /// once the slices its pawn advances lead into are committed, slices that do not read each
+    /// other are leased at once, and the table counts as finished with its last slice.
+    #[test]
+    fn pawn_slices_are_jobs_leased_in_the_order_their_advances_allow() {
+        let mut s = Scheduler::new(
+            SchedulerConfig {
+                slice_from_entries: 0,
+                ..SchedulerConfig::default()
+            },
+            vec![],
+            "t".into(),
+        );
+        let table = sig("KPPvK");
+        s.plan(&[table], |t| t.signature.name() != "KPPvK");
+        let slices = xqtb_core::TableIndex::slices_of(&table.signature);
+        let jobs: Vec<JobKey> = s
+            .jobs()
+            .map(|j| j.key)
+            .filter(|k| k.table == table)
+            .collect();
+        assert_eq!(jobs.len(), slices.len());
+        let mut done: Vec<JobKey> = Vec::new();
+        let mut most_at_once = 0;
+        let mut now = 0;
+        while !s.all_done() {
+            let mut leased = Vec::new();
+            while let (Some(g), _) = s.lease(&format!("w{now}"), None, now) {
+                // Everything it reads is committed.
+                for slots in g.key.slice_dependencies() {
+                    assert!(
+                        done.contains(&JobKey { table, slots }),
+                        "{} too early",
+                        g.key
+                    );
+                }
+                leased.push(g);
+            }
+            assert!(!leased.is_empty(), "nothing ready, yet not done");
+            most_at_once = most_at_once.max(leased.len());
+            for g in leased {
+                s.finish(&g.lease.id, now).unwrap();
+                done.push(g.key);
+            }
+            now += 1;
+        }
+        assert_eq!(done.len(), slices.len());
+        assert!(most_at_once > 1, "no two slices ran at once");
+        assert!(!s.unfinished.contains_key(&table));
     }
 
     #[test]

@@ -63,12 +63,13 @@ pub fn wall_seconds(cpu_seconds: f64, threads: u32) -> f64 {
 }
 
 /// Simulates solving `targets` and their closure with `workers`, every table missing at the
-/// start.
-pub fn simulate(targets: &[TableId], workers: &[SimWorker]) -> Simulation {
+/// start, tables with pawns of at least `slice_from_entries` entries in pawn slices.
+pub fn simulate(targets: &[TableId], workers: &[SimWorker], slice_from_entries: u64) -> Simulation {
     let config = SchedulerConfig {
         // No worker dies in a simulation: leases never expire, jobs never fail.
         lease_ttl_ms: 1 << 60,
         max_attempts: 1,
+        slice_from_entries,
     };
     let mut s = Scheduler::new(config, Vec::new(), "sim".into());
     s.plan(targets, |_| false);
@@ -165,7 +166,7 @@ pub fn simulate(targets: &[TableId], workers: &[SimWorker]) -> Simulation {
 }
 
 /// From the job committed last back to a job with no dependency, each step to the dependency
-/// committed last.
+/// (a table, or a pawn slice of its own table) committed last.
 fn critical_path(jobs: &[SimulatedJob], index_of: &BTreeMap<JobKey, usize>) -> Vec<usize> {
     let Some(mut at) = (0..jobs.len()).max_by(|&a, &b| jobs[a].end_s.total_cmp(&jobs[b].end_s))
     else {
@@ -184,6 +185,20 @@ fn critical_path(jobs: &[SimulatedJob], index_of: &BTreeMap<JobKey, usize>) -> V
                     .filter(move |(k, _)| k.table == *d)
                     .map(|(_, i)| *i)
             })
+            .chain(
+                jobs[at]
+                    .key
+                    .slice_dependencies()
+                    .into_iter()
+                    .filter_map(|slots| {
+                        index_of
+                            .get(&JobKey {
+                                table: jobs[at].key.table,
+                                slots,
+                            })
+                            .copied()
+                    }),
+            )
             .max_by(|&a, &b| jobs[a].end_s.total_cmp(&jobs[b].end_s));
         match before {
             Some(b) => {
@@ -218,7 +233,7 @@ mod tests {
 
     #[test]
     fn one_worker_runs_every_job_back_to_back() {
-        let sim = simulate(&[table("KRNvKR")], &workers(1, 2, None));
+        let sim = simulate(&[table("KRNvKR")], &workers(1, 2, None), u64::MAX);
         let closure = table("KRNvKR").signature.closure();
         assert_eq!(sim.jobs.len(), closure.len());
         let total: f64 = sim.jobs.iter().map(|j| j.end_s - j.start_s).sum();
@@ -239,8 +254,8 @@ mod tests {
     #[test]
     fn more_workers_finish_sooner_but_not_before_the_longest_chain() {
         let targets = [table("KRNvKR"), table("KRCvKR"), table("KCPvKR")];
-        let one = simulate(&targets, &workers(1, 1, None));
-        let many = simulate(&targets, &workers(50, 1, None));
+        let one = simulate(&targets, &workers(1, 1, None), u64::MAX);
+        let many = simulate(&targets, &workers(50, 1, None), u64::MAX);
         assert!(many.makespan_s < one.makespan_s / 2.0);
         let chain: f64 = many
             .critical_path
@@ -255,7 +270,7 @@ mod tests {
     #[test]
     fn jobs_too_large_for_every_worker_never_run() {
         let big = JobCost::of(&JobKey::whole(table("KRNvKR"))).solve_bytes;
-        let sim = simulate(&[table("KRNvKR")], &workers(2, 1, Some(big - 1)));
+        let sim = simulate(&[table("KRNvKR")], &workers(2, 1, Some(big - 1)), u64::MAX);
         assert_eq!(sim.never_ran, vec![JobKey::whole(table("KRNvKR"))]);
         assert_eq!(
             sim.jobs.len(),

@@ -52,7 +52,8 @@ pub struct JobCost {
     pub slots: u64,
     /// Entries the job solves (slots times both sides to move).
     pub entries: u64,
-    /// Entries of the dependency tables the worker loads to value captures.
+    /// Entries of the dependency tables the worker loads to value captures, and of the slices
+    /// of its own table a pawn slice's advances lead into.
     pub dependency_entries: u64,
     /// Peak bytes the worker holds while solving, verifying and uploading the job.
     pub solve_bytes: u64,
@@ -119,7 +120,12 @@ impl JobCost {
             .dependencies()
             .iter()
             .map(|d| 2 * crate::TableIndex::size_of(&d.signature))
-            .sum();
+            .sum::<u64>()
+            + key
+                .slice_dependencies()
+                .iter()
+                .map(|s| 2 * s.len())
+                .sum::<u64>();
         let held = (TABLE_BYTES_PER_ENTRY + r.overhead_bytes_per_entry) * entries as f64
             + (TABLE_BYTES_PER_ENTRY + DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY)
                 * dependency_entries as f64;

@@ -1,6 +1,6 @@
 //! Names of units of data and work: a table ([`TableId`]: material and rule set), a range of
-//! its slots ([`SlotRange`]) and a job ([`JobKey`]: a table's slots to solve). Today a job is
-//! always a whole table; slices of a table are ranges of its slots.
+//! its slots ([`SlotRange`]) and a job ([`JobKey`]: a table's slots to solve: the whole table,
+//! or one pawn slice of a large table with pawns, see [`crate::Slice`]).
 
 use crate::index::TableIndex;
 use crate::rules::RuleSet;
@@ -94,6 +94,43 @@ impl JobKey {
         }
     }
 
+    /// The jobs that solve `table`: one per pawn slice (its span, padding included) when the
+    /// table has more than one slice and at least `slice_from_entries` entries, else one job
+    /// for the whole table.
+    pub fn jobs_of(table: TableId, slice_from_entries: u64) -> Vec<JobKey> {
+        let whole = JobKey::whole(table);
+        let slices = TableIndex::slices_of(&table.signature);
+        if slices.len() < 2 || whole.entries() < slice_from_entries {
+            return vec![whole];
+        }
+        slices
+            .iter()
+            .map(|(_, span)| JobKey {
+                table,
+                slots: *span,
+            })
+            .collect()
+    }
+
+    /// The other parts of its own table this job reads: the spans of the slices its slices'
+    /// pawn advances lead into, outside its own slots, in slot order. Empty for a whole table.
+    pub fn slice_dependencies(&self) -> Vec<SlotRange> {
+        if self.is_whole_table() {
+            return Vec::new();
+        }
+        let slices = TableIndex::slices_of(&self.table.signature);
+        let inside = |r: &SlotRange| r.start >= self.slots.start && r.end <= self.slots.end;
+        let mut out: Vec<SlotRange> = slices
+            .iter()
+            .filter(|(_, span)| inside(span))
+            .flat_map(|(s, _)| s.advances_into.iter().map(|&j| slices[j].1))
+            .filter(|span| !inside(span))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Whether the job covers its whole table.
     pub fn is_whole_table(&self) -> bool {
         self.slots == SlotRange::whole(&self.table.signature)
@@ -113,5 +150,36 @@ impl fmt::Display for JobKey {
         } else {
             write!(f, "{} slots {}", self.table, self.slots)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_pawn_table_is_one_job_per_slice_and_each_reads_the_slices_before_it() {
+        let table = TableId::new(RuleSet::Asian, "KPPvKR".parse().unwrap());
+        assert_eq!(JobKey::jobs_of(table, u64::MAX), vec![JobKey::whole(table)]);
+        let jobs = JobKey::jobs_of(table, 0);
+        let slices = TableIndex::slices_of(&table.signature);
+        assert_eq!(jobs.len(), slices.len());
+        let mut next = 0;
+        for (i, job) in jobs.iter().enumerate() {
+            assert_eq!(job.slots.start, next);
+            next = job.slots.end;
+            let deps = job.slice_dependencies();
+            assert!(
+                deps.iter().all(|d| d.end <= job.slots.start),
+                "{job}: {deps:?}"
+            );
+            assert_eq!(deps.len(), slices[i].0.advances_into.len());
+        }
+        assert_eq!(next, TableIndex::size_of(&table.signature));
+        // The most advanced slice reads no other; every other reads at least one.
+        assert!(jobs[0].slice_dependencies().is_empty());
+        assert!(jobs[1..].iter().all(|j| !j.slice_dependencies().is_empty()));
+        let plain = TableId::new(RuleSet::Asian, "KRNvKR".parse().unwrap());
+        assert_eq!(JobKey::jobs_of(plain, 0), vec![JobKey::whole(plain)]);
     }
 }

@@ -72,6 +72,7 @@ fn open() -> Coordinator {
     let config = SchedulerConfig {
         lease_ttl_ms: 3_600_000,
         max_attempts: u32::MAX,
+        ..SchedulerConfig::default()
     };
     let app = App::open(store, Access::default(), config, super::fixtures::RULES).expect("app");
     app.submit(&[target]).expect("submit");

@@ -26,7 +26,7 @@ use storage_format::shard;
 use storage_format::store::{SledStore, TableStore};
 use tokio::sync::watch;
 use xiangqi::Color;
-use xqtb_core::{JobKey, MemoryTables, Table, TableId, Value};
+use xqtb_core::{JobKey, MemoryTables, SlotRange, Table, TableId, Value};
 
 /// Chunk size for uploads (well under the 4 MiB message limit).
 const UPLOAD_CHUNK: usize = 512 * 1024;
@@ -349,11 +349,8 @@ async fn run_job(
 ) -> Result<JobOutcome, JobFailure> {
     let (delay, corrupt) = (config.debug_delay_upload_ms, config.debug_corrupt_values);
     let key = rpc::parse_job_key(job.key.as_ref()).map_err(job_err)?;
-    if !key.is_whole_table() {
-        return Err(job_err(anyhow!(
-            "{key}: this worker solves whole tables only"
-        )));
-    }
+    // A pawn slice job also reads the slices of its own table its pawn advances lead into.
+    let slices = key.slice_dependencies();
     let deps: Vec<TableId> = job
         .dependencies
         .iter()
@@ -376,15 +373,38 @@ async fn run_job(
         progress.set(Phase::Fetching, 0.0);
         for dep in &deps {
             if cache.header(dep).map_err(job_err)?.is_none() {
-                let bytes = fetch(client, dep).await?;
+                let bytes = fetch(client, dep, None).await?;
                 cache
                     .import_shard(&bytes)
                     .map_err(|e| job_err(anyhow!("dependency {dep}: {e}")))?;
             }
         }
+        for &slots in &slices {
+            let held = cache.header(&key.table).map_err(job_err)?.is_some()
+                || cache
+                    .part_headers(&key.table)
+                    .map_err(job_err)?
+                    .iter()
+                    .any(|h| h.slots == slots);
+            if !held {
+                let bytes = fetch(client, &key.table, Some(slots)).await?;
+                let part = shard::read_shard(&bytes)
+                    .map_err(|e| job_err(anyhow!("slices {slots} of {}: {e}", key.table)))?;
+                cache.put_part(&part).map_err(job_err)?;
+            }
+        }
         let mut tables = MemoryTables::new();
         storage_format::load_into_memory(&**cache, &deps, &mut tables, |_, _| {})
             .map_err(job_err)?;
+        for &slots in &slices {
+            let part = match cache.header(&key.table).map_err(job_err)? {
+                Some(_) => cache.load_table(&key.table),
+                None => cache.load_part(&key.table, slots.start),
+            }
+            .map_err(job_err)?;
+            let part = storage_format::codec::decode_table(&part).map_err(job_err)?;
+            tables.insert(Arc::new(part));
+        }
         let (pool, p) = (Arc::clone(pool), Arc::clone(&progress));
         let started = std::time::Instant::now();
         let solved = tokio::task::spawn_blocking(move || {
@@ -404,7 +424,11 @@ async fn run_job(
                         }
                     }
                 };
-                let (mut table, _) = solver::solve_and_verify(key.table, &tables, &report)?;
+                let (mut table, _) = if key.is_whole_table() {
+                    solver::solve_and_verify(key.table, &tables, &report)?
+                } else {
+                    solver::solve_and_verify_range(key.table, key.slots, &tables, &report)?
+                };
                 if corrupt > 0 {
                     let changed = corrupt_values(&mut table, corrupt);
                     tracing::warn!(
@@ -439,7 +463,11 @@ async fn run_job(
         progress.set(Phase::Uploading, 0.95);
         let bytes = shard::write_shard(&solved);
         // Keep our own result: later jobs depend on it.
-        cache.put_table(&solved).map_err(job_err)?;
+        if key.is_whole_table() {
+            cache.put_table(&solved).map_err(job_err)?;
+        } else {
+            cache.put_part(&solved).map_err(job_err)?;
+        }
         upload(client, &job.lease_id, &key, &bytes, worker_id).await
     }
     .await;
@@ -490,12 +518,19 @@ async fn upload(
     }
 }
 
-/// Downloads the shard of table `id` from the coordinator.
-async fn fetch(client: &mut Jobs, id: &TableId) -> Result<Vec<u8>, JobFailure> {
+/// Downloads the shard of table `id` from the coordinator, or of its committed part `part`.
+async fn fetch(
+    client: &mut Jobs,
+    id: &TableId,
+    part: Option<SlotRange>,
+) -> Result<Vec<u8>, JobFailure> {
+    let slots = part.unwrap_or(SlotRange { start: 0, end: 0 });
     let mut stream = client
         .fetch_table(FetchTableRequest {
             signature: id.signature.name(),
             rules: id.rules.name().into(),
+            slot_start: slots.start,
+            slot_end: slots.end,
         })
         .await?
         .into_inner();

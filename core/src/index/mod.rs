@@ -20,6 +20,7 @@ use crate::key::SlotRange;
 use crate::signature::Signature;
 use layout::Layout;
 use std::collections::HashMap;
+use std::sync::Arc;
 use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
 
 /// Index scheme of tables numbered by one layout: every table without pawns, and tables with
@@ -213,6 +214,27 @@ impl TableIndex {
         let n = TableIndex::new(*sig).size();
         sizes.lock().expect("size cache").insert(*sig, n);
         n
+    }
+
+    /// The slices of `sig` with their spans ([`TableIndex::slice_span`]), remembered after the
+    /// first call (the scheduler asks for them for every job it plans).
+    pub fn slices_of(sig: &Signature) -> Arc<[(Slice, SlotRange)]> {
+        use std::sync::{Mutex, OnceLock};
+        type Cache = Mutex<HashMap<Signature, Arc<[(Slice, SlotRange)]>>>;
+        static SLICES: OnceLock<Cache> = OnceLock::new();
+        let cache = SLICES.get_or_init(Default::default);
+        if let Some(s) = cache.lock().expect("slice cache").get(sig) {
+            return Arc::clone(s);
+        }
+        let index = TableIndex::new(*sig);
+        let slices: Arc<[(Slice, SlotRange)]> = (0..index.slices.len())
+            .map(|i| (index.slices[i].clone(), index.slice_span(i)))
+            .collect();
+        cache
+            .lock()
+            .expect("slice cache")
+            .insert(*sig, Arc::clone(&slices));
+        slices
     }
 
     /// The table's signature.
