@@ -207,6 +207,11 @@ impl Table {
         &self.codes[side.index()]
     }
 
+    /// The encoded values of both sides to move, taken out of the table.
+    pub fn into_codes(self) -> [Vec<u16>; 2] {
+        self.codes
+    }
+
     /// The encoded values of `side` to move, to change in place (tests corrupt tables this way).
     pub fn codes_mut(&mut self, side: Color) -> &mut [u16] {
         &mut self.codes[side.index()]
@@ -334,6 +339,11 @@ impl MemoryTables {
     pub fn retain(&mut self, mut keep: impl FnMut(&TableId) -> bool) {
         self.tables.retain(|id, _| keep(id));
         self.parts.retain(|id, _| keep(id));
+    }
+
+    /// Takes the held parts of `id` out of the set, in slot order.
+    pub fn take_parts(&mut self, id: &TableId) -> Vec<Arc<Table>> {
+        self.parts.remove(id).unwrap_or_default()
     }
 
     /// Whether `id` is held whole.

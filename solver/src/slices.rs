@@ -5,7 +5,7 @@
 
 use crate::{JobError, Progress, SolveError, solve_and_verify_range, solve_range};
 use std::sync::Arc;
-use xiangqi::{Board, Color};
+use xiangqi::Board;
 use xqtb_core::{
     MemoryTables, Orientation, Probe, ProbeError, RuleSet, SlotRange, Table, TableId, TableIndex,
     Value,
@@ -120,18 +120,19 @@ pub fn solve_by_slices(
         };
         done.insert(Arc::new(part));
     }
+    // Each part is appended and freed in turn, so the table is not held twice.
     let size = index.size() as usize;
-    let mut codes = [0, 1].map(|_| vec![Value::ILLEGAL_CODE; size]);
-    for slice in slices {
-        let part = done
-            .parts
-            .holding(&id, slice.slots.start)
-            .expect("every slice was solved");
-        for side in Color::ALL {
-            let at = part.slots().start as usize;
-            let c = part.codes(side);
-            codes[side.index()][at..at + c.len()].copy_from_slice(c);
+    let mut codes = [0, 1].map(|_| Vec::with_capacity(size));
+    for part in done.parts.take_parts(&id) {
+        let start = part.slots().start as usize;
+        let part = Arc::try_unwrap(part).unwrap_or_else(|shared| (*shared).clone());
+        for (all, c) in codes.iter_mut().zip(part.into_codes()) {
+            all.resize(start, Value::ILLEGAL_CODE);
+            all.extend_from_slice(&c);
         }
+    }
+    for all in &mut codes {
+        all.resize(size, Value::ILLEGAL_CODE);
     }
     Ok(Table::new(index, id.rules, codes))
 }

@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use thiserror::Error;
 use xiangqi::{Board, Color};
 use xqtb_core::{
-    Probe, ProbeError, RuleSet, Signature, SlotRange, Table, TableCounts, TableIndex, Value,
+    Probe, ProbeError, RuleSet, Signature, SlotRange, Table, TableCounts, TableId, TableIndex,
+    Value,
 };
 
 /// A slot whose stored value disagrees with its successors.
@@ -62,8 +63,7 @@ pub fn verify_reporting(
     // Under the repetition rules a whole table of several slices is verified part by part, as
     // it is solved (see `solve`): moves into other slices are read like captures.
     if table.rules() == RuleSet::Asian && table.is_whole() && table.index().slices().len() > 1 {
-        let mut with_table = crate::slices::SliceDeps::new(table.id(), deps);
-        with_table.insert(std::sync::Arc::new(table.clone()));
+        let with_table = Within { table, deps };
         let mut counts = TableCounts::default();
         for i in 0..table.index().slices().len() {
             let span = table.index().slice_span(i);
@@ -85,6 +85,49 @@ pub fn verify_reporting(
             tracing::debug!(secs = t0.elapsed().as_secs_f64(), "local pass");
             crate::verify_rules::check(table, deps, found)?;
             Ok(counts)
+        }
+    }
+}
+
+/// A whole table read in place over the tables below it: what the verification of its own
+/// parts reads (a copy of a large table would double the verifier's memory).
+struct Within<'a> {
+    table: &'a Table,
+    deps: &'a dyn Probe,
+}
+
+impl Probe for Within<'_> {
+    fn probe(&self, rules: RuleSet, board: &xiangqi::Board) -> Result<Value, ProbeError> {
+        let o = xqtb_core::Orientation::of_board(board);
+        if TableId::new(rules, o.signature) != self.table.id() {
+            return self.deps.probe(rules, board);
+        }
+        let slot = self
+            .table
+            .index()
+            .slot_of(board, o.rotated)
+            .map_err(|e| ProbeError::Illegal(e.to_string()))?;
+        match self.table.value(o.side(board.side_to_move()), slot) {
+            Value::Illegal => Err(ProbeError::Illegal(
+                "the side not to move is in check".into(),
+            )),
+            v => Ok(v),
+        }
+    }
+
+    fn has_table(&self, id: &TableId) -> bool {
+        *id == self.table.id() || self.deps.has_table(id)
+    }
+
+    fn has_slots(&self, id: &TableId, slots: SlotRange) -> bool {
+        *id == self.table.id() || self.deps.has_slots(id, slots)
+    }
+
+    fn table(&self, id: &TableId) -> Option<&Table> {
+        if *id == self.table.id() {
+            Some(self.table)
+        } else {
+            self.deps.table(id)
         }
     }
 }
