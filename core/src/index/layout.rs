@@ -23,6 +23,8 @@
 //! are found by [`super::TableIndex::board`] followed by the usual check test.
 
 use crate::signature::Signature;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use strength_reduce::StrengthReducedU64;
 use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
 
@@ -70,9 +72,61 @@ struct Group {
     /// In a pawn slice, for a group of several pawns: the combinatorial rank of each of the
     /// group's placements, in order (empty when the group holds every placement).
     members: Vec<u32>,
-    /// The inverse of `members`: the group's rank of each combinatorial rank, `u32::MAX` for
-    /// placements outside the slice.
-    member_of: Vec<u32>,
+    /// With `members`: the group's placements split by their ranks, shared by every slice,
+    /// and which part this slice's is.
+    partition: Option<Arc<Partition>>,
+    profile: u32,
+}
+
+/// The placements of `count` pawns of one colour split by the ranks they stand on: for each
+/// combinatorial rank its part and its place within it. Computed once per colour and count,
+/// for every slice of every table (a slice scanning all placements itself made planning the
+/// two-attacker set ten times slower, and holding its own inverse cost megabytes a slice).
+struct Partition {
+    part_of: Vec<u32>,
+    place_in_part: Vec<u32>,
+    /// Each part's combinatorial ranks, in order, by its sorted pawn ranks.
+    parts: HashMap<Vec<u8>, (u32, Vec<u32>)>,
+}
+
+/// The partition of the placements of `g` (a whole group of pawns) by their pawn ranks.
+fn partition_of(g: &Group) -> Arc<Partition> {
+    type Cache = Mutex<HashMap<(Color, usize), Arc<Partition>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = (g.color, g.count);
+    if let Some(p) = cache.lock().expect("partition cache").get(&key) {
+        return Arc::clone(p);
+    }
+    let mut p = Partition {
+        part_of: vec![0; g.size as usize],
+        place_in_part: vec![0; g.size as usize],
+        parts: HashMap::new(),
+    };
+    let mut locals = [0u8; 8];
+    for r in 0..g.size {
+        g.unrank_full(r, &mut locals[..g.count]);
+        let mut ranks: Vec<u8> = locals[..g.count]
+            .iter()
+            .map(|&l| {
+                Square::from_index(g.squares[l as usize] as usize)
+                    .unwrap()
+                    .rank()
+            })
+            .collect();
+        ranks.sort_unstable();
+        let next = p.parts.len() as u32;
+        let (id, members) = p.parts.entry(ranks).or_insert((next, Vec::new()));
+        p.part_of[r as usize] = *id;
+        p.place_in_part[r as usize] = members.len() as u32;
+        members.push(r as u32);
+    }
+    let p = Arc::new(p);
+    cache
+        .lock()
+        .expect("partition cache")
+        .insert(key, Arc::clone(&p));
+    p
 }
 
 /// Largest group (ranks times pieces) whose placements are tabulated for fast decoding.
@@ -135,26 +189,22 @@ impl Group {
             binom,
             placements: Vec::new(),
             members: Vec::new(),
-            member_of: Vec::new(),
+            partition: None,
+            profile: 0,
         };
         if let Some(ranks) = ranks.filter(|_| count > 1) {
             let mut want = ranks.to_vec();
             want.sort_unstable();
-            let mut locals = [0u8; 8];
-            let mut have = [0u8; 8];
-            g.member_of = vec![u32::MAX; size as usize];
-            for r in 0..size {
-                g.unrank_full(r, &mut locals[..count]);
-                for (h, &l) in have.iter_mut().zip(&locals[..count]) {
-                    *h = rank_of(g.squares[l as usize]);
-                }
-                have[..count].sort_unstable();
-                if have[..count] == want[..] {
-                    g.member_of[r as usize] = g.members.len() as u32;
-                    g.members.push(r as u32);
-                }
-            }
-            g.size = g.members.len() as u64;
+            let partition = partition_of(&g);
+            let (profile, members) = partition
+                .parts
+                .get(&want)
+                .cloned()
+                .expect("the ranks of a slice hold a placement");
+            g.size = members.len() as u64;
+            g.members = members;
+            g.profile = profile;
+            g.partition = Some(partition);
         }
         g.build_classes();
         g
@@ -213,13 +263,13 @@ impl Group {
             .enumerate()
             .map(|(i, &l)| self.binom[l as usize][i + 1])
             .sum();
-        if self.members.is_empty() {
+        let Some(p) = &self.partition else {
             return Some(full);
-        }
+        };
         // Two pieces on one point rank past the end: such a placement is in no slice.
-        match self.member_of.get(full as usize) {
-            None | Some(&u32::MAX) => None,
-            Some(&r) => Some(r as u64),
+        match p.part_of.get(full as usize) {
+            Some(&part) if part == self.profile => Some(p.place_in_part[full as usize] as u64),
+            _ => None,
         }
     }
 
