@@ -409,36 +409,44 @@ fn a_pawn_table_of_index_scheme_1_stays_readable() {
     assert!(checked > 100_000, "{checked}");
 }
 
+/// KRvKP (whose index has several pawn slices) solved whole.
+fn krvkp() -> std::sync::Arc<xqtb_core::Table> {
+    let tables = solver::solve_closure_in_memory(&[sig("KRvKP")], RULES, |_, _| {}).unwrap();
+    tables.get(&id("KRvKP")).unwrap().clone()
+}
+
+/// `t` cut into its slices' spans, each encoded as a part.
+fn encoded_parts(t: &xqtb_core::Table) -> Vec<EncodedTable> {
+    let index = t.index();
+    (0..index.slices().len())
+        .map(|i| {
+            let span = index.slice_span(i);
+            let codes = Color::ALL
+                .map(|side| t.codes(side)[span.start as usize..span.end as usize].to_vec());
+            encode_table(&xqtb_core::Table::part(index.clone(), RULES, span, codes))
+        })
+        .collect()
+}
+
 /// The parts of a sliced table, encoded one by one, assemble into exactly the bytes of the
 /// whole table encoded at once, also when one part needs two bytes per value and the others
 /// one; parts that do not join are refused.
 #[test]
 fn parts_assemble_into_the_whole_table_byte_for_byte() {
     use storage_format::codec::{ValueLayout, assemble_parts};
-    use xqtb_core::{Table, Value};
-    let tables = solver::solve_closure_in_memory(&[sig("KRvKP")], RULES, |_, _| {}).unwrap();
-    let whole = tables.get(&id("KRvKP")).unwrap();
+    use xqtb_core::Value;
+    let whole = krvkp();
     let index = whole.index();
-    let n = index.slices().len();
-    assert!(n > 1);
-    let parts_of = |t: &Table| -> Vec<EncodedTable> {
-        (0..n)
-            .map(|i| {
-                let span = index.slice_span(i);
-                let codes = Color::ALL
-                    .map(|side| t.codes(side)[span.start as usize..span.end as usize].to_vec());
-                encode_table(&Table::part(index.clone(), RULES, span, codes))
-            })
-            .collect()
-    };
-    let mut long = (**whole).clone();
+    assert!(index.slices().len() > 1);
+    let parts_of = encoded_parts;
+    let mut long = (*whole).clone();
     let slot = index.slices()[2].slots.start as usize
         + long.codes(Color::Red)[index.slices()[2].slots.start as usize..]
             .iter()
             .position(|&c| c != Value::ILLEGAL_CODE)
             .unwrap();
     long.codes_mut(Color::Red)[slot] = Value::Win(301).encode();
-    for t in [&**whole, &long] {
+    for t in [&*whole, &long] {
         let expected = encode_table(t);
         let parts = parts_of(t);
         assert!(parts.iter().all(|p| p.header.is_part()));
@@ -460,12 +468,12 @@ fn parts_assemble_into_the_whole_table_byte_for_byte() {
         assert_eq!(write_shard(&assembled), write_shard(&expected));
     }
     assert_eq!(encode_table(&long).header.layout, ValueLayout::Planes);
-    assert_eq!(encode_table(whole).header.layout, ValueLayout::Narrow);
-    let mut gap = parts_of(whole);
+    assert_eq!(encode_table(&whole).header.layout, ValueLayout::Narrow);
+    let mut gap = parts_of(&whole);
     gap.remove(1);
     let err = assemble_parts(gap).unwrap_err().to_string();
     assert!(err.contains("do not join"), "{err}");
-    let mut short = parts_of(whole);
+    let mut short = parts_of(&whole);
     short.pop();
     let err = assemble_parts(short).unwrap_err().to_string();
     assert!(err.contains("end at slot"), "{err}");
@@ -475,19 +483,9 @@ fn parts_assemble_into_the_whole_table_byte_for_byte() {
 /// holds the table whole, byte for byte as if it had been stored whole, and no part.
 #[test]
 fn a_store_assembles_a_table_from_its_parts_in_any_order() {
-    use xqtb_core::Table;
-    let tables = solver::solve_closure_in_memory(&[sig("KRvKP")], RULES, |_, _| {}).unwrap();
-    let whole = tables.get(&id("KRvKP")).unwrap();
-    let index = whole.index();
-    let n = index.slices().len();
-    let mut parts: Vec<EncodedTable> = (0..n)
-        .map(|i| {
-            let span = index.slice_span(i);
-            let codes = Color::ALL
-                .map(|side| whole.codes(side)[span.start as usize..span.end as usize].to_vec());
-            encode_table(&Table::part(index.clone(), RULES, span, codes))
-        })
-        .collect();
+    let whole = krvkp();
+    let n = whole.index().slices().len();
+    let mut parts = encoded_parts(&whole);
     parts.swap(0, n - 1);
     parts.swap(1, 3);
     let dir = tempfile::tempdir().unwrap();
@@ -511,6 +509,6 @@ fn a_store_assembles_a_table_from_its_parts_in_any_order() {
     assert!(store.part_headers(&id("KRvKP")).unwrap().is_empty());
     assert_eq!(
         store.export_shard(&id("KRvKP")).unwrap(),
-        write_shard(&encode_table(whole))
+        write_shard(&encode_table(&whole))
     );
 }
