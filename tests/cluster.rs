@@ -1010,3 +1010,66 @@ fn a_table_solved_in_pawn_slices_with_a_killed_worker_equals_a_local_solve() {
         );
     }
 }
+
+/// An uploaded pawn slice is sample-checked like a whole table, reading the slices its pawn
+/// advances lead into from the store: a faulty worker's slice is refused and the worker
+/// quarantined, and the table assembled from a healthy worker's slices equals a local solve.
+#[test]
+fn a_faulty_slice_is_refused_by_the_sample_check() {
+    let dir = TempDir::new("faulty-slice");
+    let port = free_port();
+    let _c = coordinator(&dir, port, &["--plan", "KPvK", "--slice-from-entries", "0"]);
+    // A healthy worker solves the first slices, so that the faulty one gets a slice that
+    // reads others.
+    let mut first = worker(
+        &dir,
+        port,
+        "first",
+        &["--threads", "1", "--debug-delay-upload-ms", "300"],
+    );
+    let rt = rt();
+    rt.block_on(wait_until(
+        port,
+        "two slices",
+        Duration::from_secs(120),
+        |s| s.jobs.iter().filter(|j| j.state == "finished").count() >= 2,
+    ));
+    first.kill();
+    let mut faulty = worker(
+        &dir,
+        port,
+        "faulty",
+        &["--threads", "1", "--debug-corrupt-values", "20"],
+    );
+    let s = rt.block_on(wait_until(
+        port,
+        "the refusal of the faulty slice",
+        Duration::from_secs(120),
+        |s| s.jobs.iter().any(|j| j.last_error.contains("sample check")),
+    ));
+    let bad = s.workers.iter().find(|w| w.name == "faulty").unwrap();
+    assert_eq!(bad.phase, "quarantined", "{bad:?}");
+    let mut healthy = worker(
+        &dir,
+        port,
+        "healthy",
+        &["--threads", "1", "--exit-when-done"],
+    );
+    rt.block_on(wait_until(
+        port,
+        "every slice",
+        Duration::from_secs(120),
+        all_finished,
+    ));
+    assert!(
+        healthy.wait_exit(Duration::from_secs(30)),
+        "{}",
+        healthy.log()
+    );
+    faulty.kill();
+    let remote = rt.block_on(download(port, "KPvK"));
+    assert!(
+        remote == solo_shard(&dir, &["KPvK"], "KPvK"),
+        "the assembled KPvK differs from xqtb solve's"
+    );
+}

@@ -113,6 +113,9 @@ impl solver::sample::BlockSource for UploadBlocks<'_> {
     fn rules(&self) -> RuleSet {
         self.table.header.rules
     }
+    fn slots(&self) -> SlotRange {
+        self.table.header.slots
+    }
     fn block_slots(&self) -> u64 {
         self.table.header.block_values as u64
     }
@@ -768,13 +771,6 @@ impl App {
         if policy.is_off() {
             return Ok(t);
         }
-        if t.header.is_part() {
-            // The sample check reads successors through whole tables in the store; the slices
-            // a part's pawn advances lead into are not (yet) among them. Its blocks, checksums
-            // and counts were checked above, its values by the worker's verifier.
-            tracing::warn!(job = %key, "sample check skipped: it does not read parts of tables yet");
-            return Ok(t);
-        }
         // A missing dependency is the store's fault, not the worker's: refused, the job handed
         // back, but nobody quarantined.
         for dep in key.table.dependencies() {
@@ -809,8 +805,25 @@ impl App {
             decoder: codec::BlockDecoder::new(t.dictionary.as_deref()),
         };
         // Dependencies through a block cache of their own, so that the check neither evicts
-        // the blocks users probe nor loads whole dependency tables into memory.
-        let deps = Tablebase::new(Arc::clone(&self.store));
+        // the blocks users probe nor loads whole dependency tables into memory; a pawn slice's
+        // also the committed slices its pawn advances lead into, decoded (as its worker held
+        // them).
+        let tables = Tablebase::new(Arc::clone(&self.store));
+        let mut deps = solver::SliceDeps::new(key.table, &tables);
+        for slots in key.slice_dependencies() {
+            let part = self
+                .store
+                .load_part(&key.table, slots.start)
+                .ok()
+                .filter(|p| p.header.slots == slots)
+                .ok_or_else(|| {
+                    Refusal::malformed(format!(
+                        "cannot check it: the slices {slots} it reads are not in the store"
+                    ))
+                })?;
+            let part = codec::decode_table(&part).map_err(Refusal::malformed)?;
+            deps.insert(Arc::new(part));
+        }
         let seed = fnv1a(lease_id);
         let legal = t.header.counts.legal();
         let report = solver::sample::check_sample_blocks(&blocks, legal, &deps, policy, seed)

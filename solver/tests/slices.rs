@@ -316,3 +316,46 @@ fn a_part_is_verified_against_the_slices_before_it() {
         "{err}"
     );
 }
+
+/// The coordinator's sample check works on an uploaded slice: read through its blocks, with
+/// the slices its pawn advances lead into as dependencies, a sound part passes and a part with
+/// a few wrong values is caught.
+#[test]
+fn the_sample_check_reads_a_slice_and_the_slices_it_leads_into() {
+    use solver::sample::{SampleError, SamplePolicy, check_sample};
+    let rules = RuleSet::Asian;
+    let s = sig("KPPvK");
+    let id = TableId::new(rules, s);
+    let deps = deps_of(s, rules);
+    let index = TableIndex::new(s);
+    let last = index.slices().len() - 1;
+    assert!(!index.slices()[last].advances_into.is_empty());
+    let mut done = SliceDeps::new(id, &deps);
+    for i in 0..last {
+        done.insert(Arc::new(
+            solve_range(id, index.slices()[i].slots, &done, &|_| {}).unwrap(),
+        ));
+    }
+    let part = solve_range(id, index.slices()[last].slots, &done, &|_| {}).unwrap();
+    let all = SamplePolicy {
+        percent: 100.0,
+        minimum: 0,
+    };
+    check_sample(&part, &done, all, 7).expect("a sound part passes");
+    let mut bad = part.clone();
+    let mut flipped = 0;
+    for c in bad.codes_mut(Color::Red).iter_mut() {
+        if let Value::Win(d) = Value::decode(*c) {
+            *c = Value::Win(d + 2).encode();
+            flipped += 1;
+            if flipped == 5 {
+                break;
+            }
+        }
+    }
+    assert_eq!(flipped, 5);
+    match check_sample(&bad, &done, all, 7) {
+        Err(SampleError::Wrong(e)) => eprintln!("caught: {e}"),
+        other => panic!("a wrong part passed the sample check: {other:?}"),
+    }
+}
