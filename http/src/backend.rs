@@ -14,7 +14,7 @@ use std::time::Duration;
 use storage_format::codec::TableHeader;
 use storage_format::store::{StoreError, TableStore};
 use xiangqi::Color;
-use xqtb_core::{ProbeError, RuleSet, TableId, TableIndex};
+use xqtb_core::{ProbeError, RuleSet, TableId};
 
 /// A failed request: its HTTP status and a message for people, sent as `{"error": message}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,8 +137,9 @@ pub struct TableSummary {
 impl TableSummary {
     /// The summary of a stored table's header.
     pub fn of(h: &TableHeader) -> TableSummary {
-        let index = TableIndex::with_scheme(h.signature, h.index_scheme)
-            .unwrap_or_else(|| TableIndex::new(h.signature));
+        // The header's own numbering (a table of an older scheme included); none, and no
+        // example position, for a header this build cannot read.
+        let index = h.index().ok();
         let side = |c: Color| {
             let s = &h.counts[c];
             SideSummary {
@@ -149,7 +150,7 @@ impl TableSummary {
                 longest_win_plies: s.longest_win.map(|(d, _)| d),
                 longest_win_fen: s
                     .longest_win
-                    .and_then(|(_, slot)| index.board(slot, c))
+                    .and_then(|(_, slot)| index.as_ref()?.board(slot, c))
                     .map(|b| b.fen()),
             }
         };
