@@ -337,6 +337,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         exit_when_done: args.exit_when_done,
         debug_delay_upload_ms: args.debug_delay_upload_ms,
         debug_corrupt_values: args.debug_corrupt_values,
+        measure_job_memory: true,
     };
     runtime()?.block_on(async {
         serve_metrics(args.metrics_listen)?;
@@ -427,6 +428,8 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
                 exit_when_done: true,
                 debug_delay_upload_ms: 0,
                 debug_corrupt_values: 0,
+                // The coordinator and the other workers share this process.
+                measure_job_memory: false,
             };
             handles.push(tokio::spawn(worker::run(config, stop_rx.clone())));
         }

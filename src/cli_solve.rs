@@ -185,27 +185,15 @@ fn report(table: &Table, counts: &TableCounts, secs: f64) {
     println!("  time {secs:.2} s, peak memory {}", peak_memory());
 }
 
-/// CPU seconds used by this process so far (user + system).
+/// CPU seconds this process has used (0 where that cannot be read), for reports.
 pub fn cpu_seconds() -> f64 {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let rest = &s[s.rfind(')')? + 2..];
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-            Some(ticks / 100.0)
-        })
-        .unwrap_or(0.0)
+    worker::cpu_seconds().unwrap_or(0.0)
 }
 
 /// Peak resident memory of this process, for reports.
 pub fn peak_memory() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(format!("{:.1} MB", kb as f64 / 1024.0))
-        })
-        .unwrap_or_else(|| "unknown".into())
+    worker::peak_rss_bytes().map_or_else(
+        || "unknown".into(),
+        |b| format!("{:.1} MB", b as f64 / (1024.0 * 1024.0)),
+    )
 }

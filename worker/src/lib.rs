@@ -9,9 +9,9 @@
 
 #![warn(missing_docs)]
 
-mod memory;
+mod resources;
 
-pub use memory::available_memory_bytes;
+pub use resources::{available_memory_bytes, cpu_seconds, peak_rss_bytes, reset_peak_rss};
 
 use anyhow::{Context, Result, anyhow};
 use proto::v1::jobs_client::JobsClient;
@@ -92,6 +92,9 @@ pub struct WorkerConfig {
     /// bug would, so that tests can show that the coordinator's sample check refuses the table
     /// and quarantines the worker.
     pub debug_corrupt_values: u64,
+    /// Measure each job's peak resident memory (the process's peak, reset when the job starts):
+    /// only right when this worker has its process to itself, as `xqtb worker` has.
+    pub measure_job_memory: bool,
 }
 
 /// What a worker did.
@@ -358,6 +361,7 @@ async fn run_job(
         .collect::<Result<_, _>>()
         .map_err(job_err)?;
     tracing::info!(worker = %worker_id, job = %key, lease = %job.lease_id, "solving");
+    let usage = JobUsage::start(config.measure_job_memory);
     let progress = Arc::new(JobProgress::default());
     let lost = Arc::new(AtomicBool::new(false));
     // Heartbeats run beside everything else for the whole job, downloads included.
@@ -468,11 +472,63 @@ async fn run_job(
         } else {
             cache.put_part(&solved).map_err(job_err)?;
         }
-        upload(client, &job.lease_id, &key, &bytes, worker_id).await
+        let outcome = upload(client, &job.lease_id, &key, &bytes, worker_id).await;
+        usage.report(worker_id, &key);
+        outcome
     }
     .await;
     heartbeat.abort();
     result
+}
+
+/// Seconds to one decimal, as logged.
+fn tenths(secs: f64) -> f64 {
+    (secs * 10.0).round() / 10.0
+}
+
+/// What one job used, from its lease to its upload, beside the plan's estimate for it.
+struct JobUsage {
+    started: std::time::Instant,
+    cpu_at_start: Option<f64>,
+    measure_peak: bool,
+}
+
+impl JobUsage {
+    fn start(measure_peak: bool) -> JobUsage {
+        JobUsage {
+            started: std::time::Instant::now(),
+            cpu_at_start: cpu_seconds(),
+            measure_peak: measure_peak && reset_peak_rss(),
+        }
+    }
+
+    /// Logs the job's wall and CPU seconds and peak memory next to their estimates, and sets the
+    /// gauges that operators compare with `xqtb plan`.
+    fn report(&self, worker_id: &str, key: &JobKey) {
+        let estimate = xqtb_core::JobCost::of(key);
+        let wall = self.started.elapsed().as_secs_f64();
+        let cpu = cpu_seconds()
+            .zip(self.cpu_at_start)
+            .map(|(now, then)| now - then);
+        let peak = self.measure_peak.then(peak_rss_bytes).flatten();
+        metrics::gauge!("xqtb_worker_job_seconds").set(wall);
+        if let Some(cpu) = cpu {
+            metrics::gauge!("xqtb_worker_job_cpu_seconds").set(cpu);
+        }
+        if let Some(peak) = peak {
+            metrics::gauge!("xqtb_worker_job_peak_memory_bytes").set(peak as f64);
+        }
+        tracing::info!(
+            worker = %worker_id,
+            job = %key,
+            wall_seconds = tenths(wall),
+            cpu_seconds = cpu.map(tenths),
+            estimated_cpu_seconds = tenths(estimate.cpu_seconds),
+            peak_memory_bytes = peak,
+            estimated_memory_bytes = estimate.solve_bytes,
+            "job done"
+        );
+    }
 }
 
 /// Streams the shard `bytes` of job `key` to the coordinator under `lease_id`.
@@ -552,6 +608,22 @@ fn register_metrics() {
         "xqtb_worker_solve_seconds",
         Unit::Seconds,
         "Time to solve, verify and encode a table"
+    );
+    describe_gauge!(
+        "xqtb_worker_job_seconds",
+        Unit::Seconds,
+        "Wall time of the last job, from its lease to its upload (compare with xqtb plan)"
+    );
+    describe_gauge!(
+        "xqtb_worker_job_cpu_seconds",
+        Unit::Seconds,
+        "CPU time of this process during the last job (compare with xqtb plan)"
+    );
+    describe_gauge!(
+        "xqtb_worker_job_peak_memory_bytes",
+        Unit::Bytes,
+        "Peak resident memory of this worker process during the last job (compare with the \
+         job's memory estimate in xqtb plan)"
     );
     describe_counter!("xqtb_worker_entries_solved_total", "Index entries solved");
     describe_counter!(
