@@ -42,6 +42,17 @@ impl RuleSet {
         }
     }
 
+    /// Whether a table with `index` is solved under this rule set one pawn slice at a time, its
+    /// rule rounds counted in each slice afresh (`docs/repetition-rules.md`, round 0): the Asian
+    /// rules on a table of several slices. A move from one of its slices into another (a pawn's
+    /// step forward) then reads like a capture: a rule value behind it counts as round 0
+    /// ([`crate::Value::as_exit`]), wherever the table is read one ply deep: by the solver, the
+    /// verifier, the sample check and the prober. So a table is the same however many jobs make
+    /// it. Tables with pawns numbered before slices (index scheme 1) have one slice.
+    pub fn solves_slices_apart(self, index: &crate::TableIndex) -> bool {
+        self == RuleSet::Asian && index.slices().len() > 1
+    }
+
     /// The rule set with this id.
     pub const fn from_id(id: u8) -> Option<RuleSet> {
         match id {

@@ -83,6 +83,9 @@ struct MoveContext {
     squares: [u8; MAX_PIECES],
     /// Flat position of the piece on each canonical square.
     pos_of: [u8; 90],
+    /// The position's pawn slice, when its table is solved slice by slice
+    /// ([`RuleSet::solves_slices_apart`]): a move into another slice reads like a capture.
+    slice: Option<usize>,
 }
 
 impl MoveContext {
@@ -99,7 +102,13 @@ impl MoveContext {
         let slot = index
             .encode(&sq[..index.piece_count()])
             .ok_or_else(|| ProbeError::Illegal("a piece stands off its legal points".into()))?;
-        tb.value_at(&self.table, self.side_after, slot)
+        let v = tb.value_at(&self.table, self.side_after, slot)?;
+        // A pawn's step into another slice of a table solved slice by slice: its rule value
+        // counts as round 0 here, as the solver and the verifier count it.
+        Ok(match self.slice {
+            Some(s) if index.slice_of(slot) != s => v.as_exit(),
+            _ => v,
+        })
     }
 }
 
@@ -544,7 +553,17 @@ impl<S: TableStore> Tablebase<S> {
         for (i, &s) in squares[..table.index.piece_count()].iter().enumerate() {
             pos_of[s as usize] = i as u8;
         }
+        let slice = match rules.solves_slices_apart(&table.index) {
+            true => {
+                let slot = table.index.encode(&squares[..table.index.piece_count()]);
+                Some(table.index.slice_of(slot.ok_or_else(|| {
+                    ProbeError::Illegal("a piece stands off its legal points".into())
+                })?))
+            }
+            false => None,
+        };
         Ok(Some(MoveContext {
+            slice,
             orientation: o,
             side_after: o.side(board.side_to_move()).opponent(),
             squares,

@@ -264,6 +264,9 @@ fn check_with<C: Codes + ?Sized>(
         RuleSet::Asian => Some(EntrySet::new(table.slots().len())),
         RuleSet::CyclesAreDraws => None,
     };
+    // A whole table (or part) of several slices solved slice by slice is checked as its
+    // verifier checks it slice by slice: moves between its slices read like captures.
+    let slices_apart = Local::slices_apart(table.index(), table.rules(), table.slots());
     entries.par_chunks(ENTRIES_PER_TASK).try_for_each(|chunk| {
         let pieces = table.index().piece_list();
         let mut pos = SlotPosition::new(table.index(), &pieces, table.slots());
@@ -272,6 +275,7 @@ fn check_with<C: Codes + ?Sized>(
             counts: &mut counts,
             found: rule_draws.as_ref(),
             both_attack: false,
+            slices_apart,
         };
         for &(side, slot) in chunk {
             let possible = pos.load(slot, side);

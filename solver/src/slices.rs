@@ -46,7 +46,11 @@ impl Probe for SliceDeps<'_> {
     fn probe(&self, rules: RuleSet, board: &Board) -> Result<Value, ProbeError> {
         let o = Orientation::of_board(board);
         if rules == self.table.rules && o.signature == self.table.signature {
-            self.parts.probe(rules, board)
+            // Slices solved before this set's (by an enclosing job) are in `deps`.
+            match self.parts.probe(rules, board) {
+                Err(ProbeError::MissingTable(_)) => self.deps.probe(rules, board),
+                v => v,
+            }
         } else {
             self.deps.probe(rules, board)
         }
@@ -54,7 +58,7 @@ impl Probe for SliceDeps<'_> {
 
     fn has_table(&self, id: &TableId) -> bool {
         if *id == self.table {
-            self.parts.has_table(id)
+            self.parts.has_table(id) || self.deps.has_table(id)
         } else {
             self.deps.has_table(id)
         }
@@ -62,7 +66,7 @@ impl Probe for SliceDeps<'_> {
 
     fn has_slots(&self, id: &TableId, slots: SlotRange) -> bool {
         if *id == self.table {
-            self.parts.has_slots(id, slots)
+            self.parts.has_slots(id, slots) || self.deps.has_slots(id, slots)
         } else {
             self.deps.has_slots(id, slots)
         }
@@ -120,11 +124,37 @@ pub fn solve_by_slices(
         };
         done.insert(Arc::new(part));
     }
-    // Each part is appended and freed in turn, so the table is not held twice.
-    let size = index.size() as usize;
+    let whole = SlotRange::whole(&id.signature);
+    Ok(assemble(id, index, whole, done))
+}
+
+/// Solves the slices of `slots` (more than one, checked by the caller to be whole slices whose
+/// advances out of `slots` `deps` holds) one job each, in slot order (the most advanced first,
+/// so each comes after those its advances lead into), and returns the part of exactly `slots`.
+pub(crate) fn solve_in_slot_order(
+    id: TableId,
+    index: TableIndex,
+    slots: SlotRange,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Table, SolveError> {
+    let mut done = SliceDeps::new(id, deps);
+    for slice in index.slices() {
+        if slots.start <= slice.slots.start && slice.slots.end <= slots.end {
+            done.insert(Arc::new(solve_range(id, slice.slots, &done, progress)?));
+        }
+    }
+    Ok(assemble(id, index, slots, done))
+}
+
+/// The part of exactly `slots` made of the parts of `id` in `done`: their codes in slot order,
+/// the padding between slices illegal like every other impossible slot. Each part is appended
+/// and freed in turn, so the table is not held twice.
+fn assemble(id: TableId, index: TableIndex, slots: SlotRange, mut done: SliceDeps) -> Table {
+    let size = slots.len() as usize;
     let mut codes = [0, 1].map(|_| Vec::with_capacity(size));
     for part in done.parts.take_parts(&id) {
-        let start = part.slots().start as usize;
+        let start = (part.slots().start - slots.start) as usize;
         let part = Arc::try_unwrap(part).unwrap_or_else(|shared| (*shared).clone());
         for (all, c) in codes.iter_mut().zip(part.into_codes()) {
             all.resize(start, Value::ILLEGAL_CODE);
@@ -134,5 +164,5 @@ pub fn solve_by_slices(
     for all in &mut codes {
         all.resize(size, Value::ILLEGAL_CODE);
     }
-    Ok(Table::new(index, id.rules, codes))
+    Table::part(index, id.rules, slots, codes)
 }

@@ -148,26 +148,13 @@ pub(crate) fn capture_holds(c: u16) -> bool {
 /// Solves table `id`, reading the tables its captures lead into (under the same rule set) from
 /// `deps`.
 ///
-/// Under the repetition rules a table of several pawn slices is solved slice by slice, in slot
-/// order, each slice reading the ones its pawn advances lead into as it reads the tables its
-/// captures lead into: a pawn's step forward, like a capture, can never be part of a repeating
-/// cycle, and the rounds of the rule phase (which order rule-decided distances) then start
-/// afresh behind it. So a table has the same values however many jobs solve it.
+/// Under the repetition rules a table of several pawn slices is solved slice by slice (see
+/// [`solve_range`]).
 pub fn solve(
     id: TableId,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Table, SolveError> {
-    let slices = TableIndex::slices_of(&id.signature).len();
-    if id.rules == RuleSet::Asian && slices > 1 {
-        let order: Vec<usize> = (0..slices).collect();
-        return crate::slices::solve_by_slices(id, deps, &order, false, progress).map_err(
-            |e| match e {
-                crate::JobError::Solve(e) => e,
-                crate::JobError::Verify(e) => unreachable!("parts are not verified here: {e}"),
-            },
-        );
-    }
     solve_range(id, SlotRange::whole(&id.signature), deps, progress)
 }
 
@@ -178,6 +165,13 @@ pub fn solve(
 /// the slices they lead into ([`Probe::has_slots`]). Solving every slice this way, in an order
 /// in which each slice comes after those its advances lead into, gives the table [`solve`]
 /// gives.
+///
+/// Under the repetition rules ([`RuleSet::solves_slices_apart`]) the slices of `slots` are
+/// solved one at a time, in slot order, each reading the ones its pawn advances lead into as it
+/// reads the tables its captures lead into: a pawn's step forward, like a capture, can never be
+/// part of a repeating cycle, and the rounds of the rule phase (which order rule-decided
+/// distances) start afresh behind it. So a table has the same values however many jobs solve
+/// it, and however its slices are grouped into jobs.
 pub fn solve_range(
     id: TableId,
     slots: SlotRange,
@@ -198,6 +192,9 @@ pub fn solve_range(
     }
     let index = TableIndex::new(signature);
     check_slices(id, &index, slots, deps)?;
+    if id.rules.solves_slices_apart(&index) && index.slices_in(slots) > 1 {
+        return crate::slices::solve_in_slot_order(id, index, slots, deps, progress);
+    }
     let solver = Solver::new(&index, id.rules, slots);
     // Plain retrograde analysis first: under every rule set, what it resolves ends in mate (a
     // capture into a rule-decided position of another table counts as a draw here).

@@ -60,16 +60,21 @@ pub fn verify_reporting(
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<TableCounts, Box<VerifyError>> {
-    // Under the repetition rules a whole table of several slices is verified part by part, as
-    // it is solved (see `solve`): moves into other slices are read like captures.
-    if table.rules() == RuleSet::Asian && table.is_whole() && table.index().slices().len() > 1 {
+    // Under the repetition rules a table of several slices is verified slice by slice, as it is
+    // solved (see `solve_range`): moves into other slices are read like captures.
+    let (index, slots) = (table.index(), table.slots());
+    if table.rules().solves_slices_apart(index) && index.slices_in(slots) > 1 {
         let with_table = Within { table, deps };
         let mut counts = TableCounts::default();
-        for i in 0..table.index().slices().len() {
-            let span = table.index().slice_span(i);
-            let codes = Color::ALL
-                .map(|side| table.codes(side)[span.start as usize..span.end as usize].to_vec());
-            let part = Table::part(table.index().clone(), table.rules(), span, codes);
+        for i in index.slice_of(slots.start)..=index.slice_of(slots.end - 1) {
+            let span = index.slice_span(i);
+            let span = SlotRange {
+                start: span.start.max(slots.start),
+                end: span.end.min(slots.end),
+            };
+            let at = (span.start - slots.start) as usize..(span.end - slots.start) as usize;
+            let codes = Color::ALL.map(|side| table.codes(side)[at.clone()].to_vec());
+            let part = Table::part(index.clone(), table.rules(), span, codes);
             counts = counts.merge(verify_reporting(&part, &with_table, progress)?);
         }
         return Ok(counts);
@@ -89,8 +94,8 @@ pub fn verify_reporting(
     }
 }
 
-/// A whole table read in place over the tables below it: what the verification of its own
-/// parts reads (a copy of a large table would double the verifier's memory).
+/// A table (or a part) read in place over the tables below it: what the verification of its own
+/// slices reads (a copy of a large table would double the verifier's memory).
 struct Within<'a> {
     table: &'a Table,
     deps: &'a dyn Probe,
@@ -107,6 +112,9 @@ impl Probe for Within<'_> {
             .index()
             .slot_of(board, o.rotated)
             .map_err(|e| ProbeError::Illegal(e.to_string()))?;
+        if !self.table.holds(slot) {
+            return self.deps.probe(rules, board);
+        }
         match self.table.value(o.side(board.side_to_move()), slot) {
             Value::Illegal => Err(ProbeError::Illegal(
                 "the side not to move is in check".into(),
@@ -116,15 +124,17 @@ impl Probe for Within<'_> {
     }
 
     fn has_table(&self, id: &TableId) -> bool {
-        *id == self.table.id() || self.deps.has_table(id)
+        (*id == self.table.id() && self.table.is_whole()) || self.deps.has_table(id)
     }
 
     fn has_slots(&self, id: &TableId, slots: SlotRange) -> bool {
-        *id == self.table.id() || self.deps.has_slots(id, slots)
+        let held = self.table.slots();
+        (*id == self.table.id() && held.start <= slots.start && slots.end <= held.end)
+            || self.deps.has_slots(id, slots)
     }
 
     fn table(&self, id: &TableId) -> Option<&Table> {
-        if *id == self.table.id() {
+        if *id == self.table.id() && self.table.is_whole() {
             Some(self.table)
         } else {
             self.deps.table(id)
@@ -163,6 +173,7 @@ fn verify_values(
                 counts: &mut counts,
                 found: rules,
                 both_attack,
+                slices_apart: false,
             };
             for slot in start..end {
                 // Both sides to move share the placement: it is set up once.
@@ -226,6 +237,16 @@ pub(crate) struct Local<'a> {
     pub(crate) found: Option<&'a crate::verify_rules::EntrySet>,
     /// Both sides have a piece that can check or chase (else no side can be forced to offend).
     pub(crate) both_attack: bool,
+    /// The checked slots span several slices of a table solved slice by slice
+    /// ([`RuleSet::solves_slices_apart`]): a move from one into another reads like a capture.
+    pub(crate) slices_apart: bool,
+}
+
+impl Local<'_> {
+    /// Whether a table checked over `slots` reads its moves between slices like captures.
+    pub(crate) fn slices_apart(index: &TableIndex, rules: RuleSet, slots: SlotRange) -> bool {
+        rules.solves_slices_apart(index) && index.slices_in(slots) > 1
+    }
 }
 
 /// Verifies one entry, of job slot `slot`; `pos` holds the slot's placement with `side` to move
@@ -274,7 +295,15 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
     for (i, &m) in moves.iter().enumerate() {
         // A capture leaves the table, an exit the part: both are looked up in `deps`.
         let v = if slots[i] != LEAVES {
-            Value::decode(next(slots[i]))
+            let v = Value::decode(next(slots[i]));
+            let start = table.slots().start;
+            let index = table.index();
+            if local.slices_apart && index.slice_of(at) != index.slice_of(start + slots[i] as u64) {
+                // Into another slice of a table solved slice by slice: as an exit.
+                v.as_exit()
+            } else {
+                v
+            }
         } else {
             let after = after.get_or_insert_with(|| board.clone());
             let captured = after.make(m);

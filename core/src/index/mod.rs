@@ -450,6 +450,14 @@ impl TableIndex {
         self.part_of(slot)
     }
 
+    /// The number of slices `slots` holds slots of (one for a table without pawns).
+    pub fn slices_in(&self, slots: SlotRange) -> usize {
+        if slots.is_empty() {
+            return 0;
+        }
+        self.slice_of(slots.end - 1) - self.slice_of(slots.start) + 1
+    }
+
     /// Legal positions per side to move `[Red, Black]`, counted slot by slot in parallel.
     pub fn count_legal(&self) -> [u64; 2] {
         self.count_legal_with(&|_| {})
