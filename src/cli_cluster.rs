@@ -178,6 +178,10 @@ pub struct StatusArgs {
     /// Keep refreshing until every job is done.
     #[arg(long)]
     watch: bool,
+    /// List every slice job of a table solved in pawn slices (by default a table in slices is
+    /// one line, followed by its slices that are leased, failed or cannot be held).
+    #[arg(long)]
+    slices: bool,
 }
 
 /// Arguments of `xqtb query`.
@@ -494,23 +498,43 @@ async fn show_progress(c: &Coordinator) {
     let style = ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {msg}")
         .expect("valid template")
         .progress_chars("=> ");
-    let mut bars: HashMap<JobKey, ProgressBar> = HashMap::new();
+    // One bar per table: a table solved in pawn slices fills as its slices are solved.
+    let mut bars: HashMap<TableId, ProgressBar> = HashMap::new();
     loop {
         let status = c.app.status();
-        for job in &status.jobs {
-            let bar = bars.entry(job.key).or_insert_with(|| {
+        for t in &status.tables {
+            let bar = bars.entry(t.table).or_insert_with(|| {
                 let b = multi.add(ProgressBar::new(1000));
                 b.set_style(style.clone());
-                b.set_prefix(job.key.table.signature.name());
+                b.set_prefix(t.table.signature.name());
                 b
             });
-            bar.set_position((job.progress * 1000.0) as u64);
-            let msg = match (job.state, &job.worker) {
-                (JobState::Leased, Some(w)) => format!("solving on {w}"),
-                (s, _) => s.name().to_string(),
+            let jobs = status.jobs.iter().filter(|j| j.key.table == t.table);
+            let mut done = 0.0;
+            let mut solving = Vec::new();
+            for j in jobs {
+                let share = j.key.entries() as f64 / t.entries_total.max(1) as f64;
+                match (j.state, &j.worker) {
+                    (JobState::Finished, _) => done += share,
+                    (JobState::Leased, Some(w)) => {
+                        done += share * j.progress;
+                        solving.push(w.as_str());
+                    }
+                    _ => {}
+                }
+            }
+            bar.set_position((done * 1000.0) as u64);
+            let slices = match t.jobs {
+                1 => String::new(),
+                n => format!("{} of {n} slices done, ", t.finished),
+            };
+            let msg = match (t.state(), solving.is_empty()) {
+                ("solving", false) => format!("{slices}solving on {}", solving.join(", ")),
+                ("solving", true) => format!("{slices}waiting for its next slices"),
+                (state, _) => state.to_string(),
             };
             bar.set_message(msg);
-            if matches!(job.state, JobState::Finished | JobState::Failed) {
+            if matches!(t.state(), "finished" | "failed") {
                 bar.finish();
             }
         }
@@ -652,7 +676,7 @@ pub fn status(args: StatusArgs) -> Result<()> {
             if args.watch {
                 print!("\x1b[2J\x1b[H");
             }
-            print_status(&s);
+            print_status(&s, args.slices);
             let done = s.waiting + s.ready + s.leased == 0;
             if !args.watch || done {
                 return Ok(());
@@ -662,10 +686,19 @@ pub fn status(args: StatusArgs) -> Result<()> {
     })
 }
 
-fn print_status(s: &StatusResponse) {
+fn print_status(s: &StatusResponse, every_slice: bool) {
     println!(
         "jobs: {} finished, {} leased, {} ready, {} waiting, {} failed",
         s.finished, s.leased, s.ready, s.waiting, s.failed
+    );
+    let tables_in = |state: &str| s.tables.iter().filter(|t| t.state == state).count();
+    println!(
+        "tables: {} finished, {} solving, {} ready, {} waiting, {} failed",
+        tables_in("finished"),
+        tables_in("solving"),
+        tables_in("ready"),
+        tables_in("waiting"),
+        tables_in("failed")
     );
     let eta = if s.eta_seconds < 0.0 {
         "unknown".into()
@@ -676,22 +709,40 @@ fn print_status(s: &StatusResponse) {
         "entries: {} of {} done, {:.0} entries/s, estimated time left {eta}",
         s.entries_done, s.entries_total, s.entries_per_second
     );
-    for j in &s.jobs {
-        let mut extra = match j.state.as_str() {
-            "leased" => format!(" on {} ({:.0}%)", j.worker_id, j.progress * 100.0),
-            "failed" => format!(" ({})", j.last_error),
-            _ => String::new(),
-        };
-        if !j.unholdable.is_empty() {
-            extra = format!("{extra}; no worker can hold it: {}", j.unholdable);
+    // A table solved in slices is one line, followed by the slices worth a look.
+    let table_of = |j: &JobStatus| j.key.as_ref().and_then(|k| k.table.clone());
+    for t in &s.tables {
+        let jobs: Vec<&JobStatus> = s.jobs.iter().filter(|j| table_of(j) == t.table).collect();
+        if t.jobs <= 1 {
+            jobs.iter()
+                .for_each(|j| print_job(j, &job_name(j.key.as_ref()), 2));
+            continue;
         }
+        let waiting = t.jobs - t.finished_jobs - t.leased_jobs - t.ready_jobs - t.failed_jobs;
         println!(
-            "  {:<30} {:<9} attempts {}, memory {}{extra}",
-            job_name(j.key.as_ref()),
-            j.state,
-            j.attempts,
-            coordinator::human_bytes(j.memory_bytes)
+            "  {:<30} {:<9} {} slices: {} finished, {} leased, {} ready, {waiting} waiting{}; {:.0}% of its entries",
+            table_name(t.table.as_ref()),
+            t.state,
+            t.jobs,
+            t.finished_jobs,
+            t.leased_jobs,
+            t.ready_jobs,
+            match t.failed_jobs {
+                0 => String::new(),
+                n => format!(", {n} failed"),
+            },
+            100.0 * t.entries_done as f64 / t.entries_total.max(1) as f64
         );
+        for j in jobs {
+            let notable =
+                matches!(j.state.as_str(), "leased" | "failed") || !j.unholdable.is_empty();
+            if every_slice || notable {
+                let slots = j.key.as_ref().map_or(String::new(), |k| {
+                    format!("slots {}..{}", k.first_slot, k.end_slot)
+                });
+                print_job(j, &slots, 4);
+            }
+        }
     }
     for w in &s.workers {
         let memory = match w.memory_bytes {
@@ -710,6 +761,37 @@ fn print_status(s: &StatusResponse) {
             w.phase,
             w.last_seen_ms_ago
         );
+    }
+}
+
+/// One job's status line, named `name`, indented by `indent`.
+fn print_job(j: &JobStatus, name: &str, indent: usize) {
+    let mut extra = match j.state.as_str() {
+        "leased" => format!(" on {} ({:.0}%)", j.worker_id, j.progress * 100.0),
+        "failed" => format!(" ({})", j.last_error),
+        _ => String::new(),
+    };
+    if !j.unholdable.is_empty() {
+        extra = format!("{extra}; no worker can hold it: {}", j.unholdable);
+    }
+    println!(
+        "{:indent$}{:<width$} {:<9} attempts {}, memory {}{extra}",
+        "",
+        name,
+        j.state,
+        j.attempts,
+        coordinator::human_bytes(j.memory_bytes),
+        width = 32 - indent,
+    );
+}
+
+/// A table's name for status output: the signature, with the rule set unless it is the first
+/// one.
+fn table_name(table: Option<&proto::v1::TableRef>) -> String {
+    match table {
+        Some(t) if t.rules == RuleSet::CyclesAreDraws.name() => t.signature.clone(),
+        Some(t) => format!("{} ({})", t.signature, t.rules),
+        None => "?".into(),
     }
 }
 

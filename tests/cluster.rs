@@ -983,6 +983,21 @@ fn a_table_solved_in_pawn_slices_with_a_killed_worker_equals_a_local_solve() {
                 .any(|j| sliced(j) && j.state == "leased" && j.worker_id.contains("slow"))
         },
     ));
+    // Status shows a table in slices as one table with its jobs counted by state, and lists
+    // its leased slice under it.
+    let server = format!("http://127.0.0.1:{port}");
+    let during = run_ok(&["status", "--server", &server]);
+    let solving = during
+        .lines()
+        .find(|l| l.contains("solving") && l.contains(&format!("{slices} slices:")))
+        .unwrap_or_else(|| panic!("no table in slices being solved: {during}"));
+    assert!(solving.contains("1 leased"), "{during}");
+    assert!(
+        during
+            .lines()
+            .any(|l| l.starts_with("    slots ") && l.contains("leased") && l.contains("slow")),
+        "{during}"
+    );
     std::thread::sleep(Duration::from_millis(1500));
     slow.kill();
     let mut a = worker(&dir, port, "a", &["--threads", "1", "--exit-when-done"]);
@@ -997,6 +1012,34 @@ fn a_table_solved_in_pawn_slices_with_a_killed_worker_equals_a_local_solve() {
     assert!(b.wait_exit(Duration::from_secs(30)), "{}", b.log());
     let krkp: Vec<&JobStatus> = s.jobs.iter().filter(|j| sig_of(j) == "KRvKP").collect();
     assert_eq!(krkp.len(), slices, "one job per slice: {krkp:#?}");
+    let table = |sig: &str| {
+        s.tables
+            .iter()
+            .find(|t| t.table.as_ref().is_some_and(|t| t.signature == sig))
+            .unwrap_or_else(|| panic!("{sig} is not in the status: {:#?}", s.tables))
+    };
+    for sig in ["KPvK", "KRvKP"] {
+        let t = table(sig);
+        assert_eq!(
+            (t.state.as_str(), t.jobs, t.finished_jobs),
+            ("finished", slices as u32, slices as u32),
+            "{t:?}"
+        );
+        assert_eq!(t.entries_done, t.entries_total);
+    }
+    assert_eq!(table("KRvK").jobs, 1);
+    let after = run_ok(&["status", "--server", &server]);
+    assert!(
+        after.contains(&format!("{slices} slices: {slices} finished, 0 leased")),
+        "{after}"
+    );
+    assert!(after.contains("tables: 3 finished, 0 solving"), "{after}");
+    assert!(
+        !after.contains("    slots "),
+        "only slices worth a look are listed: {after}"
+    );
+    let every = run_ok(&["status", "--server", &server, "--slices"]);
+    assert_eq!(every.matches("    slots ").count(), 2 * slices, "{every}");
     assert!(
         s.jobs.iter().any(|j| sliced(j) && j.attempts == 2),
         "the killed slice was leased again: {:#?}",

@@ -5,7 +5,7 @@
 //! the code fails here until the proto's comment names it, and a value the code no longer sends
 //! fails here until the comment drops it.
 
-use coordinator::JobState;
+use coordinator::{JobState, TableReport};
 use probe::{Category, LineEnd, MainlineReport, ProbeReport, RuleName, Side};
 use std::collections::{BTreeMap, BTreeSet};
 use xqtb_core::{Rule, RuleSet};
@@ -101,6 +101,35 @@ fn line_ends() -> Vec<LineEnd> {
     all
 }
 
+/// A table's report in every state it can be in: its jobs (three) counted by state.
+fn table_states() -> Vec<&'static str> {
+    let table = xqtb_core::TableId::new(RuleSet::Asian, "KRPvKR".parse().unwrap());
+    let report = |[waiting, ready, leased, finished, failed]: [u32; 5]| TableReport {
+        table,
+        jobs: 3,
+        waiting,
+        ready,
+        leased,
+        finished,
+        failed,
+        entries_total: 300,
+        entries_done: 100 * finished as u64,
+    };
+    let states: Vec<&str> = [
+        [3, 0, 0, 0, 0],
+        [2, 1, 0, 0, 0],
+        [1, 1, 1, 0, 0],
+        [2, 0, 0, 1, 0],
+        [0, 0, 0, 3, 0],
+        [1, 0, 0, 1, 1],
+    ]
+    .into_iter()
+    .map(|counts| report(counts).state())
+    .collect();
+    assert_eq!(set(states.iter().copied()), set(TableReport::STATES));
+    states
+}
+
 /// Every job state (exhaustive, as in [`categories`]).
 fn job_states() -> Vec<JobState> {
     let all = vec![
@@ -190,6 +219,7 @@ fn every_fixed_value_set_in_the_proto_is_what_the_code_sends() {
     let sides = set(wire_sides.iter().map(String::as_str));
     let endings = set(wire_endings.iter().map(String::as_str));
     let states = set(job_states().into_iter().map(JobState::name));
+    let table_states = set(table_states());
 
     let expected: Vec<(&str, &str, &BTreeSet<String>)> = vec![
         ("TableRef", "rules", &rule_sets),
@@ -213,6 +243,7 @@ fn every_fixed_value_set_in_the_proto_is_what_the_code_sends() {
         ("MainlineResponse", "side_to_move", &sides),
         ("MainlineResponse", "ending", &endings),
         ("JobStatus", "state", &states),
+        ("TableStatus", "state", &table_states),
     ];
     for (message, field, want) in expected {
         let comment = comments

@@ -292,6 +292,81 @@ pub struct JobReport {
     pub unholdable: Option<String>,
 }
 
+/// One table in a status report: its jobs (one, or one per pawn slice when it is solved in
+/// slices) by state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableReport {
+    /// The table.
+    pub table: TableId,
+    /// Its jobs.
+    pub jobs: u32,
+    /// Its jobs waiting for a dependency.
+    pub waiting: u32,
+    /// Its jobs ready to lease.
+    pub ready: u32,
+    /// Its jobs leased.
+    pub leased: u32,
+    /// Its jobs committed.
+    pub finished: u32,
+    /// Its jobs failed for good.
+    pub failed: u32,
+    /// Entries of the table (slots times both sides to move, padding between slices included).
+    pub entries_total: u64,
+    /// Entries of its committed jobs.
+    pub entries_done: u64,
+}
+
+impl TableReport {
+    fn new(table: TableId) -> TableReport {
+        TableReport {
+            table,
+            jobs: 0,
+            waiting: 0,
+            ready: 0,
+            leased: 0,
+            finished: 0,
+            failed: 0,
+            entries_total: 0,
+            entries_done: 0,
+        }
+    }
+
+    fn add(&mut self, state: JobState, entries: u64) {
+        self.jobs += 1;
+        self.entries_total += entries;
+        match state {
+            JobState::Waiting => self.waiting += 1,
+            JobState::Ready => self.ready += 1,
+            JobState::Leased => self.leased += 1,
+            JobState::Finished => {
+                self.finished += 1;
+                self.entries_done += entries;
+            }
+            JobState::Failed => self.failed += 1,
+        }
+    }
+
+    /// Where the table stands: `finished` (every job committed; the table is stored whole),
+    /// `failed` (a job failed for good), `solving` (some jobs leased or committed), `ready` or
+    /// `waiting`.
+    pub fn state(&self) -> &'static str {
+        if self.finished == self.jobs {
+            "finished"
+        } else if self.failed > 0 {
+            "failed"
+        } else if self.leased + self.finished > 0 {
+            "solving"
+        } else if self.ready > 0 {
+            "ready"
+        } else {
+            "waiting"
+        }
+    }
+
+    /// Every state [`TableReport::state`] names, for documentation checks.
+    pub const STATES: [&'static str; 5] = ["waiting", "ready", "solving", "finished", "failed"];
+}
+
 /// One worker in a status report.
 #[derive(Clone, Debug)]
 pub struct WorkerReport {
@@ -321,6 +396,8 @@ pub struct WorkerReport {
 pub struct StatusReport {
     /// Jobs in plan order.
     pub jobs: Vec<JobReport>,
+    /// Tables in plan order, each with its jobs counted by state.
+    pub tables: Vec<TableReport>,
     /// Registered workers, by id.
     pub workers: Vec<WorkerReport>,
     /// Jobs per state: waiting, ready, leased, finished, failed.
@@ -1005,6 +1082,27 @@ impl App {
         ] {
             metrics::gauge!("xqtb_jobs", "state" => state).set(n as f64);
         }
+        for state in TableReport::STATES {
+            let n = status.tables.iter().filter(|t| t.state() == state).count();
+            metrics::gauge!("xqtb_tables", "state" => state).set(n as f64);
+        }
+        let slices = |t: &&TableReport| t.jobs > 1;
+        metrics::gauge!("xqtb_slice_jobs", "state" => "finished").set(
+            status
+                .tables
+                .iter()
+                .filter(slices)
+                .map(|t| t.finished)
+                .sum::<u32>() as f64,
+        );
+        metrics::gauge!("xqtb_slice_jobs", "state" => "open").set(
+            status
+                .tables
+                .iter()
+                .filter(slices)
+                .map(|t| t.jobs - t.finished - t.failed)
+                .sum::<u32>() as f64,
+        );
         metrics::gauge!("xqtb_leases_active").set(status.leased as f64);
         let unholdable = status
             .jobs
@@ -1030,6 +1128,7 @@ impl App {
         let workers = self.workers.lock().expect("workers lock");
         let mut r = StatusReport::default();
         let mut remaining = 0u64;
+        let mut table_at: HashMap<TableId, usize> = HashMap::new();
         let holder = largest_worker(&workers);
         for job in s.jobs() {
             let entries = job.key.entries();
@@ -1042,6 +1141,11 @@ impl App {
                 JobState::Failed => r.failed += 1,
             }
             r.entries_total += entries;
+            let t = *table_at.entry(job.key.table).or_insert_with(|| {
+                r.tables.push(TableReport::new(job.key.table));
+                r.tables.len() - 1
+            });
+            r.tables[t].add(job.state, entries);
             if job.state == JobState::Finished {
                 r.entries_done += entries;
             } else if job.state != JobState::Failed {

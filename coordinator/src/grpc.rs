@@ -10,7 +10,7 @@
 //! [`Limits::stream_idle_timeout`](crate::Limits) (an upload's job is then handed back, a
 //! download's shard released).
 
-use crate::app::{self, App, AppError, JobReport, StatusReport, WorkerReport};
+use crate::app::{self, App, AppError, JobReport, StatusReport, TableReport, WorkerReport};
 use proto::v1::jobs_server::Jobs;
 use proto::v1::tablebase_server::Tablebase;
 use proto::v1::*;
@@ -344,6 +344,20 @@ fn job_status(j: &JobReport) -> JobStatus {
     }
 }
 
+fn table_status(t: &TableReport) -> TableStatus {
+    TableStatus {
+        table: Some(rpc::table_ref(&t.table)),
+        state: t.state().into(),
+        jobs: t.jobs,
+        finished_jobs: t.finished,
+        leased_jobs: t.leased,
+        ready_jobs: t.ready,
+        failed_jobs: t.failed,
+        entries_total: t.entries_total,
+        entries_done: t.entries_done,
+    }
+}
+
 fn worker_status(w: &WorkerReport) -> WorkerStatus {
     WorkerStatus {
         worker_id: w.worker_id.clone(),
@@ -371,6 +385,7 @@ pub fn status_response(s: &StatusReport) -> StatusResponse {
         eta_seconds: s.eta_seconds.unwrap_or(-1.0),
         entries_done: s.entries_done,
         entries_total: s.entries_total,
+        tables: s.tables.iter().map(table_status).collect(),
     }
 }
 

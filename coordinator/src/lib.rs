@@ -20,7 +20,9 @@ pub mod scheduler;
 pub mod server;
 pub mod simulate;
 
-pub use app::{Access, App, AppError, Limits, MAX_PROBE_BATCH, StatusReport, human_bytes};
+pub use app::{
+    Access, App, AppError, Limits, MAX_PROBE_BATCH, StatusReport, TableReport, human_bytes,
+};
 pub use scheduler::{
     DEFAULT_SLICE_FROM_ENTRIES, Grant, JobRecord, JobState, Lease, LeaseError, Scheduler,
     SchedulerConfig,

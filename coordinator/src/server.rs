@@ -192,6 +192,14 @@ fn reflection_services() -> Result<(
 fn register_metrics() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_gauge!("xqtb_jobs", "Jobs by state");
+    describe_gauge!(
+        "xqtb_tables",
+        "Planned tables by state (waiting, ready, solving, finished, failed)"
+    );
+    describe_gauge!(
+        "xqtb_slice_jobs",
+        "Pawn-slice jobs of tables solved in slices: finished, or open (waiting, ready or leased)"
+    );
     describe_gauge!("xqtb_leases_active", "Jobs currently leased");
     describe_gauge!(
         "xqtb_jobs_unholdable",

@@ -307,8 +307,24 @@ struct CoordinatorStatus {
     entries_per_second: f64,
     eta_seconds: Option<f64>,
     tables: usize,
+    table_list: Vec<TableJson>,
     job_list: Vec<JobJson>,
     workers: Vec<WorkerJson>,
+}
+
+/// A planned table's progress: its jobs (one, or one per pawn slice) by state.
+#[derive(Serialize)]
+struct TableJson {
+    table: String,
+    rules: &'static str,
+    state: &'static str,
+    jobs: u32,
+    finished_jobs: u32,
+    leased_jobs: u32,
+    ready_jobs: u32,
+    failed_jobs: u32,
+    entries_total: u64,
+    entries_done: u64,
 }
 
 #[derive(Serialize)]
@@ -401,6 +417,22 @@ impl Backend for CoordinatorBackend {
             entries_per_second: s.entries_per_second,
             eta_seconds: s.eta_seconds,
             tables,
+            table_list: s
+                .tables
+                .iter()
+                .map(|t| TableJson {
+                    table: t.table.signature.name(),
+                    rules: t.table.rules.name(),
+                    state: t.state(),
+                    jobs: t.jobs,
+                    finished_jobs: t.finished,
+                    leased_jobs: t.leased,
+                    ready_jobs: t.ready,
+                    failed_jobs: t.failed,
+                    entries_total: t.entries_total,
+                    entries_done: t.entries_done,
+                })
+                .collect(),
             job_list: s
                 .jobs
                 .iter()
