@@ -1064,10 +1064,27 @@ fn block_bytes_of(
     block: u32,
 ) -> Result<Vec<u8>, CodecError> {
     let h = &encoded.header;
-    encoded.blocks[side.index()]
+    let compressed = encoded.blocks[side.index()]
         .get(block as usize)
-        .ok_or_else(|| "no such block".to_string())
-        .and_then(|c| decoder.decompress(c, h.decompressed_len(block)))
+        .ok_or_else(|| CodecError::BadBlock {
+            signature: h.signature,
+            side,
+            block,
+            reason: "no such block".into(),
+        })?;
+    raw_block(h, decoder, side, block, compressed)
+}
+
+/// Block `block` of `side` of a table with header `h`, decompressed from `compressed`.
+fn raw_block(
+    h: &TableHeader,
+    decoder: &BlockDecoder,
+    side: Color,
+    block: u32,
+    compressed: &[u8],
+) -> Result<Vec<u8>, CodecError> {
+    decoder
+        .decompress(compressed, h.decompressed_len(block))
         .map_err(|reason| CodecError::BadBlock {
             signature: h.signature,
             side,
@@ -1245,121 +1262,178 @@ fn restore_illegal_from(index: &TableIndex, first: u64, values: &mut [Vec<u16>; 
 /// widened, which is what encoding the whole would have chosen. The parts' blocks are trusted
 /// as checked ([`check_table`]); only the parts' agreement is checked here.
 pub fn assemble_parts(parts: Vec<EncodedTable>) -> Result<EncodedTable, CodecError> {
-    let first = parts
-        .first()
-        .ok_or_else(|| CodecError::BadHeader("no parts to assemble".into()))?;
-    let h0 = first.header.clone();
-    let sig = h0.signature;
-    let mismatch = |m: String| CodecError::Inconsistent(sig, m);
-    let mut next = 0u64;
-    for p in &parts {
-        let h = &p.header;
-        let same = (
-            h.signature,
-            h.rules,
-            h.index_scheme,
-            h.index_size,
-            h.index_fingerprint,
-            h.filler,
-            h.block_values,
-            h.level,
-        ) == (
-            h0.signature,
-            h0.rules,
-            h0.index_scheme,
-            h0.index_size,
-            h0.index_fingerprint,
-            h0.filler,
-            h0.block_values,
-            h0.level,
-        );
-        if !same || h.dictionary.is_some() {
-            return Err(mismatch(format!(
-                "the part of slots {} was encoded unlike the first part",
-                h.slots
-            )));
-        }
-        if h.slots.start != next {
-            return Err(mismatch(format!(
-                "the parts do not join: slots {} follow slot {next}",
-                h.slots
-            )));
-        }
-        next = h.slots.end;
-    }
-    if next != h0.index_size {
-        return Err(mismatch(format!(
-            "the parts end at slot {next} of {}",
-            h0.index_size
-        )));
-    }
-    let layout = if parts.iter().all(|p| p.header.layout == h0.layout) {
-        h0.layout
-    } else if parts
-        .iter()
-        .all(|p| matches!(p.header.layout, ValueLayout::Narrow | ValueLayout::Planes))
-    {
-        ValueLayout::Planes
-    } else {
-        return Err(mismatch("the parts' value layouts cannot be joined".into()));
-    };
-    let mut counts = TableCounts::default();
-    let mut crc = [crc32fast::Hasher::new(), crc32fast::Hasher::new()];
+    let headers: Vec<TableHeader> = parts.iter().map(|p| p.header.clone()).collect();
+    let mut assembly = PartAssembler::new(&headers)?;
     let mut blocks: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
-    let mut compressor = zstd::bulk::Compressor::new(h0.level).expect("zstd compressor");
     for p in parts {
-        let h = &p.header;
-        counts = counts.merge(h.counts);
-        if h.layout == layout {
-            let len = h.slots.len() * layout.width() as u64;
-            for (c, &part_crc) in crc.iter_mut().zip(&h.values_crc) {
-                c.combine(&crc32fast::Hasher::new_with_initial_len(part_crc, len));
-            }
-            let [red, black] = p.blocks;
-            blocks[0].extend(red);
-            blocks[1].extend(black);
-            continue;
-        }
-        // A one-byte part of a two-byte table: each block's values as two bytes.
-        let decoder = BlockDecoder::new(None);
+        assembly.start_part(&p.header);
         for side in Color::ALL {
-            for b in 0..h.block_count() {
-                let codes: Vec<u16> = decode_block(&p, &decoder, side, b)?
-                    .into_iter()
-                    .map(|c| {
-                        if h.filler == Filler::Marker && c == 0xFF {
-                            ILLEGAL
-                        } else {
-                            c
-                        }
-                    })
-                    .collect();
-                let raw = block_bytes(&codes, layout, h.filler);
-                crc[side.index()].update(&raw);
-                let mut block = compressor
-                    .compress(&raw)
-                    .expect("zstd compression of a block");
-                block.shrink_to_fit();
+            for (b, stored) in p.blocks[side.index()].iter().enumerate() {
+                let block = assembly.block(&p.header, side, b as u32, stored.clone())?;
                 blocks[side.index()].push(block);
             }
         }
     }
-    let header = TableHeader {
-        format_version: FORMAT_VERSION,
-        slots: SlotRange {
-            start: 0,
-            end: h0.index_size,
-        },
-        layout,
-        counts,
-        values_crc: crc.map(|c| c.finalize()),
-        blocks: [0, 1].map(|s| blocks[s].iter().map(|b| BlockInfo::of(b)).collect()),
-        ..h0
-    };
-    header.check_shape()?;
     Ok(EncodedTable {
-        header,
+        header: assembly.finish()?,
         dictionary: None,
         blocks,
     })
+}
+
+/// [`assemble_parts`] one block at a time, for a store that joins the parts of a table of any
+/// size in bounded memory: [`PartAssembler::new`] checks that the parts' headers join, then
+/// for each part in slot order [`PartAssembler::start_part`] and its blocks, side by side and
+/// in order, through [`PartAssembler::block`] (which hands back each block as the whole table
+/// stores it), and [`PartAssembler::finish`] gives the whole table's header.
+pub struct PartAssembler {
+    template: TableHeader,
+    layout: ValueLayout,
+    counts: TableCounts,
+    crc: [crc32fast::Hasher; 2],
+    blocks: [Vec<BlockInfo>; 2],
+    decoder: BlockDecoder,
+    compressor: Option<zstd::bulk::Compressor<'static>>,
+}
+
+impl PartAssembler {
+    /// Checks that the parts with headers `parts` (in slot order) were encoded alike and cover
+    /// their table exactly, and picks the whole table's value layout.
+    pub fn new(parts: &[TableHeader]) -> Result<PartAssembler, CodecError> {
+        let h0 = parts
+            .first()
+            .ok_or_else(|| CodecError::BadHeader("no parts to assemble".into()))?;
+        let sig = h0.signature;
+        let mismatch = |m: String| CodecError::Inconsistent(sig, m);
+        let mut next = 0u64;
+        for h in parts {
+            let same = (
+                h.signature,
+                h.rules,
+                h.index_scheme,
+                h.index_size,
+                h.index_fingerprint,
+                h.filler,
+                h.block_values,
+                h.level,
+            ) == (
+                h0.signature,
+                h0.rules,
+                h0.index_scheme,
+                h0.index_size,
+                h0.index_fingerprint,
+                h0.filler,
+                h0.block_values,
+                h0.level,
+            );
+            if !same || h.dictionary.is_some() {
+                return Err(mismatch(format!(
+                    "the part of slots {} was encoded unlike the first part",
+                    h.slots
+                )));
+            }
+            if h.slots.start != next {
+                return Err(mismatch(format!(
+                    "the parts do not join: slots {} follow slot {next}",
+                    h.slots
+                )));
+            }
+            next = h.slots.end;
+        }
+        if next != h0.index_size {
+            return Err(mismatch(format!(
+                "the parts end at slot {next} of {}",
+                h0.index_size
+            )));
+        }
+        let layout = if parts.iter().all(|h| h.layout == h0.layout) {
+            h0.layout
+        } else if parts
+            .iter()
+            .all(|h| matches!(h.layout, ValueLayout::Narrow | ValueLayout::Planes))
+        {
+            ValueLayout::Planes
+        } else {
+            return Err(mismatch("the parts' value layouts cannot be joined".into()));
+        };
+        Ok(PartAssembler {
+            template: h0.clone(),
+            layout,
+            counts: TableCounts::default(),
+            crc: [crc32fast::Hasher::new(), crc32fast::Hasher::new()],
+            blocks: [Vec::new(), Vec::new()],
+            decoder: BlockDecoder::new(None),
+            compressor: None,
+        })
+    }
+
+    /// Starts the next part, with header `h`: its counts, and the checksums of its values
+    /// when its blocks are kept as they are.
+    pub fn start_part(&mut self, h: &TableHeader) {
+        self.counts = self.counts.merge(h.counts);
+        if h.layout == self.layout {
+            let len = h.slots.len() * self.layout.width() as u64;
+            for (c, &part_crc) in self.crc.iter_mut().zip(&h.values_crc) {
+                c.combine(&crc32fast::Hasher::new_with_initial_len(part_crc, len));
+            }
+        }
+    }
+
+    /// Block `block` of `side` of the current part (header `h`), as stored (`stored`, checked
+    /// against the part's header): the block the whole table stores in its place, the same
+    /// bytes, or the values widened to two bytes when this part has one byte per value and
+    /// another part two (what encoding the whole table at once chooses).
+    pub fn block(
+        &mut self,
+        h: &TableHeader,
+        side: Color,
+        block: u32,
+        stored: Vec<u8>,
+    ) -> Result<Vec<u8>, CodecError> {
+        let out = if h.layout == self.layout {
+            stored
+        } else {
+            let raw = raw_block(h, &self.decoder, side, block, &stored)?;
+            let n = h.values_in_block(block);
+            let codes: Vec<u16> = (0..n)
+                .map(|i| match h.layout.code_at(&raw, n, i) {
+                    0xFF if h.filler == Filler::Marker => ILLEGAL,
+                    c => c,
+                })
+                .collect();
+            let raw = block_bytes(&codes, self.layout, h.filler);
+            self.crc[side.index()].update(&raw);
+            let level = self.template.level;
+            let compressor = self.compressor.get_or_insert_with(|| {
+                zstd::bulk::Compressor::new(level).expect("zstd compressor")
+            });
+            let mut block = compressor
+                .compress(&raw)
+                .expect("zstd compression of a block");
+            block.shrink_to_fit();
+            block
+        };
+        self.blocks[side.index()].push(BlockInfo::of(&out));
+        Ok(out)
+    }
+
+    /// The whole table's header, once every part's blocks have been through
+    /// [`PartAssembler::block`].
+    pub fn finish(self) -> Result<TableHeader, CodecError> {
+        let h0 = self.template;
+        let header = TableHeader {
+            format_version: FORMAT_VERSION,
+            slots: SlotRange {
+                start: 0,
+                end: h0.index_size,
+            },
+            layout: self.layout,
+            counts: self.counts,
+            values_crc: self.crc.map(|c| c.finalize()),
+            blocks: self.blocks,
+            ..h0
+        };
+        header.check_shape()?;
+        Ok(header)
+    }
 }

@@ -12,6 +12,8 @@
 //! | `h/` + name | the [`TableHeader`] bytes followed by their CRC-32 |
 //! | `d/` + name | the zstd dictionary, if the table has one |
 //! | `b/` + name + `/` + side (`0` Red, `1` Black, one byte) + block number (`u32` big-endian) | one compressed block |
+//! | `p/` + name + `/` + first slot (`u64` big-endian) + `h`, or + `b` + side + block number | a part's header, or one of its blocks ([`TableStore::put_part`]) |
+//! | `w/` + a key prefix | a write under way: what is under the prefix is incomplete ([`SledStore`]) |
 //!
 //! Block numbers are big-endian so that a prefix scan returns a table's blocks in order.
 
@@ -144,9 +146,10 @@ pub trait TableStore: Send + Sync {
     /// Names the store in messages, e.g. `sled store ./xqtb-data`.
     fn describe(&self) -> String;
 
-    /// Stores `table` atomically: a reader sees the whole table or none of it (and, when
-    /// replacing, the whole old table or the whole new one). The table is checked against its
-    /// header first; a table that does not match is refused and nothing is written.
+    /// Stores `table`: a reader sees the whole table or none of it (when replacing, the whole
+    /// old table, then possibly none while the new one is written, then the whole new one).
+    /// The table is checked against its header first; a table that does not match is refused
+    /// and nothing is written.
     fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError>;
 
     /// The header of table `id`, or `None` if the table is not stored.
@@ -163,9 +166,11 @@ pub trait TableStore: Send + Sync {
 
     /// Stores a part of a table (a run of its pawn slices, solved as a job of its own) until
     /// the table's other parts are in, replacing a stored part that starts at the same slot.
-    /// When the parts then cover the table, they are assembled ([`crate::codec::assemble_parts`])
-    /// and the table is stored whole in the same atomic step that removes them. Returns whether
-    /// the table is now stored whole. The part is checked against its header first.
+    /// When the parts then cover the table, they are assembled block by block
+    /// ([`crate::codec::PartAssembler`]) into the table stored whole, byte for byte as if it had
+    /// been stored whole, which becomes visible in the same step that removes the parts'
+    /// headers. Returns whether the table is now stored whole. The part is checked against its
+    /// header first.
     fn put_part(&self, _part: &EncodedTable) -> Result<bool, StoreError> {
         Err(StoreError::Unsupported {
             store: self.describe(),
@@ -360,10 +365,19 @@ fn db_err(context: &'static str) -> impl Fn(sled::Error) -> StoreError {
 
 /// Tables in a sled database.
 ///
-/// Atomicity: a table (header, dictionary, every block, and the removal of any blocks of a
-/// table it replaces) is written as **one sled batch**, which sled applies atomically, also
-/// across a crash: readers see the whole table or none of it, never a header without its
-/// blocks. The batch is flushed to disk before [`TableStore::put_table`] returns.
+/// Atomicity: a table is visible once its header is stored, and its header is the last thing
+/// written: its blocks go first, in sled batches of at most [`BATCH_BLOCKS`] blocks, then the
+/// header with the dictionary in the last batch. Readers therefore see a whole table or none of
+/// it, never a header without its blocks; a table being replaced is missing (its header removed
+/// in the first batch) until its new header is written. A part's header is likewise written
+/// after its blocks. Every write is flushed to disk before it returns.
+///
+/// Why batches: sled applies a batch as one operation and keeps every version of the tree's
+/// pages that the batch made until it is done, so one batch per table held about eight times
+/// the table in memory (a table of 60,000 blocks of 5.5 kB, 330 MB: 2.5 GB while written and
+/// after; in batches of 256 blocks the process peaked at 58 MB). A write cut short (a crash)
+/// leaves a marker (`w/` + the prefix of the keys it was writing), and opening the store wipes
+/// what the marker covers, so no half-written table or part outlives a restart.
 #[derive(Clone)]
 pub struct SledStore {
     db: sled::Db,
@@ -385,6 +399,85 @@ impl std::fmt::Debug for SledStore {
 /// blocks) all stay in memory (heaptrack in the soak: 9 MB for KRNvKR's blocks). 4 MiB instead
 /// of 16 changed nothing measurable there.
 const SLED_CACHE_BYTES: u64 = 16 << 20;
+
+/// Blocks (and removals) per sled batch when a table or part is written (see [`SledStore`]).
+pub const BATCH_BLOCKS: usize = 256;
+
+/// Writes and removals applied in sled batches of at most [`BATCH_BLOCKS`] operations.
+struct Batches<'a> {
+    tree: &'a sled::Tree,
+    batch: sled::Batch,
+    pending: usize,
+}
+
+impl<'a> Batches<'a> {
+    fn new(tree: &'a sled::Tree) -> Batches<'a> {
+        Batches {
+            tree,
+            batch: sled::Batch::default(),
+            pending: 0,
+        }
+    }
+
+    fn insert(
+        &mut self,
+        key: impl Into<sled::IVec>,
+        value: impl Into<sled::IVec>,
+    ) -> Result<(), StoreError> {
+        self.batch.insert(key, value);
+        self.count()
+    }
+
+    fn remove(&mut self, key: impl Into<sled::IVec>) -> Result<(), StoreError> {
+        self.batch.remove(key);
+        self.count()
+    }
+
+    /// Removes every key that starts with `prefix`.
+    fn remove_prefix(&mut self, prefix: &[u8]) -> Result<(), StoreError> {
+        for key in self.tree.scan_prefix(prefix).keys() {
+            self.remove(key.map_err(db_err("using the store"))?)?;
+        }
+        Ok(())
+    }
+
+    fn count(&mut self) -> Result<(), StoreError> {
+        self.pending += 1;
+        if self.pending >= BATCH_BLOCKS {
+            self.apply()?;
+        }
+        Ok(())
+    }
+
+    /// Applies what is pending.
+    fn apply(&mut self) -> Result<(), StoreError> {
+        if self.pending > 0 {
+            self.tree
+                .apply_batch(std::mem::take(&mut self.batch))
+                .map_err(db_err("using the store"))?;
+            self.pending = 0;
+        }
+        Ok(())
+    }
+
+    /// Applies `last` (whatever is pending first, so that `last` lands on its own, in one
+    /// batch) and flushes the tree to disk.
+    fn finish(mut self, last: sled::Batch) -> Result<(), StoreError> {
+        self.apply()?;
+        self.tree
+            .apply_batch(last)
+            .map_err(db_err("using the store"))?;
+        self.tree.flush().map_err(db_err("using the store"))?;
+        Ok(())
+    }
+}
+
+/// The marker of a write under way of the keys starting with `prefix`.
+fn marker_key(prefix: &[u8]) -> Vec<u8> {
+    let mut k = b"w/".to_vec();
+    k.extend_from_slice(prefix);
+    k
+}
 
 impl SledStore {
     /// Opens (creating if needed) the store in directory `dir`.
@@ -422,7 +515,34 @@ impl SledStore {
         let tree = db
             .open_tree("xqtb-tables")
             .map_err(db_err("opening the table tree"))?;
-        Ok(SledStore { db, tree, dir })
+        let store = SledStore { db, tree, dir };
+        store.wipe_interrupted_writes()?;
+        Ok(store)
+    }
+
+    /// Removes what writes cut short (a crash) left: the keys under each write marker, then the
+    /// marker. Returns how many writes it wiped.
+    fn wipe_interrupted_writes(&self) -> Result<usize, StoreError> {
+        let markers: Vec<sled::IVec> = self
+            .tree
+            .scan_prefix(b"w/")
+            .keys()
+            .collect::<Result<_, _>>()
+            .map_err(db_err("using the store"))?;
+        for marker in &markers {
+            let prefix = &marker[2..];
+            tracing::warn!(
+                keys = %String::from_utf8_lossy(prefix),
+                store = %self.dir.display(),
+                "removing a table write that was cut short"
+            );
+            let mut w = Batches::new(&self.tree);
+            w.remove_prefix(prefix)?;
+            let mut last = sled::Batch::default();
+            last.remove(marker.clone());
+            w.finish(last)?;
+        }
+        Ok(markers.len())
     }
 
     /// The directory of the store.
@@ -503,43 +623,82 @@ impl RecordTree {
 }
 
 impl SledStore {
-    /// Stores `table` whole and removes the keys `also_remove` (the parts it was assembled
-    /// from) in one atomic batch.
-    fn put_table_removing(
+    /// Starts writing table `id` whole: its header and dictionary removed (a table it replaces
+    /// is missing from here on), a marker set, and the blocks of an earlier version removed.
+    fn begin_table(&self, id: &TableId) -> Result<Batches<'_>, StoreError> {
+        let mut w = Batches::new(&self.tree);
+        w.insert(marker_key(&blocks_prefix(id)), &[][..])?;
+        w.remove(header_key(id))?;
+        w.remove(dictionary_key(id))?;
+        w.apply()?;
+        w.remove_prefix(&blocks_prefix(id))?;
+        Ok(w)
+    }
+
+    /// Ends writing table `id` with `header` and `dictionary`, and the operations of `last`:
+    /// one batch, which makes the table visible.
+    fn end_table(
         &self,
-        table: &EncodedTable,
-        also_remove: &[sled::IVec],
+        w: Batches<'_>,
+        id: &TableId,
+        header: &TableHeader,
+        dictionary: Option<&[u8]>,
+        mut last: sled::Batch,
     ) -> Result<(), StoreError> {
-        table.validate()?;
-        if table.header.is_part() {
-            return Err(StoreError::Unsupported {
-                store: self.describe(),
-                what: "store a part of a table as the whole table",
-            });
+        if let Some(d) = dictionary {
+            last.insert(dictionary_key(id), d);
         }
-        let id = &table.header.id();
-        let mut batch = sled::Batch::default();
-        for k in also_remove {
-            batch.remove(k.clone());
-        }
-        for old in self.tree.scan_prefix(blocks_prefix(id)).keys() {
-            batch.remove(old.map_err(db_err("using the store"))?);
-        }
-        batch.remove(dictionary_key(id));
-        if let Some(d) = &table.dictionary {
-            batch.insert(dictionary_key(id), d.as_slice());
-        }
-        for side in Color::ALL {
-            for (b, data) in table.blocks[side.index()].iter().enumerate() {
-                batch.insert(block_key(id, side, b as u32), data.as_slice());
+        last.insert(header_key(id), header_value(header));
+        last.remove(marker_key(&blocks_prefix(id)));
+        w.finish(last)
+    }
+
+    /// Joins the stored parts of table `id` (`parts`: their headers, in slot order, covering
+    /// the table) block by block into the whole table, then removes the parts. Memory is a
+    /// batch of blocks, whatever the size of the table.
+    fn assemble(&self, id: &TableId, parts: &[TableHeader]) -> Result<(), StoreError> {
+        let mut assembly = crate::codec::PartAssembler::new(parts)?;
+        let mut w = self.begin_table(id)?;
+        let mut next = [0u32; 2];
+        for h in parts {
+            let start = h.slots.start;
+            assembly.start_part(h);
+            for side in Color::ALL {
+                for b in 0..h.block_count() {
+                    let corrupt = |what: &str| {
+                        StoreError::Corrupt(
+                            *id,
+                            format!("block {b} for {side} to move of the part at slot {start} {what}"),
+                        )
+                    };
+                    let stored = self
+                        .tree
+                        .get(part_block_key(id, start, side, b))
+                        .map_err(db_err("using the store"))?
+                        .ok_or_else(|| corrupt("is missing"))?;
+                    if BlockInfo::of(&stored) != h.blocks[side.index()][b as usize] {
+                        return Err(corrupt("does not match its header"));
+                    }
+                    let block = assembly.block(h, side, b, stored.to_vec())?;
+                    w.insert(block_key(id, side, next[side.index()]), block)?;
+                    next[side.index()] += 1;
+                }
             }
         }
-        batch.insert(header_key(id), header_value(&table.header));
-        self.tree
-            .apply_batch(batch)
-            .map_err(db_err("using the store"))?;
-        self.tree.flush().map_err(db_err("using the store"))?;
-        Ok(())
+        let header = assembly.finish()?;
+        // The batch that makes the table visible removes the parts' headers and marks their
+        // blocks for removal, which follows.
+        let mut last = sled::Batch::default();
+        for h in parts {
+            last.remove(part_header_key(id, h.slots.start));
+        }
+        last.insert(marker_key(&parts_prefix(id)), &[][..]);
+        self.end_table(w, id, &header, None, last)?;
+        let mut w = Batches::new(&self.tree);
+        w.remove_prefix(&parts_prefix(id))?;
+        let mut last = sled::Batch::default();
+        last.remove(marker_key(&parts_prefix(id)));
+        w.finish(last)
     }
 }
 
@@ -549,7 +708,22 @@ impl TableStore for SledStore {
     }
 
     fn put_table(&self, table: &EncodedTable) -> Result<(), StoreError> {
-        self.put_table_removing(table, &[])
+        table.validate()?;
+        if table.header.is_part() {
+            return Err(StoreError::Unsupported {
+                store: self.describe(),
+                what: "store a part of a table as the whole table",
+            });
+        }
+        let id = &table.header.id();
+        let mut w = self.begin_table(id)?;
+        for side in Color::ALL {
+            for (b, data) in table.blocks[side.index()].iter().enumerate() {
+                w.insert(block_key(id, side, b as u32), data.as_slice())?;
+            }
+        }
+        let dictionary = table.dictionary.as_deref();
+        self.end_table(w, id, &table.header, dictionary, sled::Batch::default())
     }
 
     fn put_part(&self, part: &EncodedTable) -> Result<bool, StoreError> {
@@ -564,20 +738,21 @@ impl TableStore for SledStore {
             return Ok(true);
         }
         let start = h.slots.start;
-        let mut batch = sled::Batch::default();
-        for old in self.tree.scan_prefix(part_prefix(id, start)).keys() {
-            batch.remove(old.map_err(db_err("using the store"))?);
-        }
+        // A part's header last, as a table's: the part is stored once its header is.
+        let mut w = Batches::new(&self.tree);
+        w.insert(marker_key(&part_prefix(id, start)), &[][..])?;
+        w.remove(part_header_key(id, start))?;
+        w.apply()?;
+        w.remove_prefix(&part_prefix(id, start))?;
         for side in Color::ALL {
             for (b, data) in part.blocks[side.index()].iter().enumerate() {
-                batch.insert(part_block_key(id, start, side, b as u32), data.as_slice());
+                w.insert(part_block_key(id, start, side, b as u32), data.as_slice())?;
             }
         }
-        batch.insert(part_header_key(id, start), header_value(h));
-        self.tree
-            .apply_batch(batch)
-            .map_err(db_err("using the store"))?;
-        self.tree.flush().map_err(db_err("using the store"))?;
+        let mut last = sled::Batch::default();
+        last.insert(part_header_key(id, start), header_value(h));
+        last.remove(marker_key(&part_prefix(id, start)));
+        w.finish(last)?;
         let headers = self.part_headers(id)?;
         let mut next = 0;
         for p in &headers {
@@ -589,18 +764,7 @@ impl TableStore for SledStore {
         if next != h.index_size {
             return Ok(false);
         }
-        let parts = headers
-            .iter()
-            .map(|p| self.load_part(id, p.slots.start))
-            .collect::<Result<Vec<_>, _>>()?;
-        let whole = crate::codec::assemble_parts(parts)?;
-        let old: Vec<sled::IVec> = self
-            .tree
-            .scan_prefix(parts_prefix(id))
-            .keys()
-            .collect::<Result<_, _>>()
-            .map_err(db_err("using the store"))?;
-        self.put_table_removing(&whole, &old)?;
+        self.assemble(id, &headers)?;
         Ok(true)
     }
 

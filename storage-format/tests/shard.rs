@@ -434,18 +434,11 @@ fn encoded_parts(t: &xqtb_core::Table) -> Vec<EncodedTable> {
 #[test]
 fn parts_assemble_into_the_whole_table_byte_for_byte() {
     use storage_format::codec::{ValueLayout, assemble_parts};
-    use xqtb_core::Value;
     let whole = krvkp();
     let index = whole.index();
     assert!(index.slices().len() > 1);
     let parts_of = encoded_parts;
-    let mut long = (*whole).clone();
-    let slot = index.slices()[2].slots.start as usize
-        + long.codes(Color::Red)[index.slices()[2].slots.start as usize..]
-            .iter()
-            .position(|&c| c != Value::ILLEGAL_CODE)
-            .unwrap();
-    long.codes_mut(Color::Red)[slot] = Value::Win(301).encode();
+    let long = with_a_long_value(&whole);
     for t in [&*whole, &long] {
         let expected = encode_table(t);
         let parts = parts_of(t);
@@ -479,36 +472,107 @@ fn parts_assemble_into_the_whole_table_byte_for_byte() {
     assert!(err.contains("end at slot"), "{err}");
 }
 
+/// `t` with one value that needs two bytes in its third slice, so that its parts have mixed
+/// value layouts (the others one byte).
+fn with_a_long_value(t: &xqtb_core::Table) -> xqtb_core::Table {
+    use xqtb_core::Value;
+    let mut long = t.clone();
+    let first = t.index().slices()[2].slots.start as usize;
+    let slot = first
+        + long.codes(Color::Red)[first..]
+            .iter()
+            .position(|&c| c != Value::ILLEGAL_CODE)
+            .unwrap();
+    long.codes_mut(Color::Red)[slot] = Value::Win(301).encode();
+    long
+}
+
 /// A sled store keeps the parts of a table until they cover it, across a reopening, and then
-/// holds the table whole, byte for byte as if it had been stored whole, and no part.
+/// holds the table whole, byte for byte as if it had been stored whole (also when some parts'
+/// blocks are widened to two bytes per value), and no part.
 #[test]
 fn a_store_assembles_a_table_from_its_parts_in_any_order() {
     let whole = krvkp();
     let n = whole.index().slices().len();
-    let mut parts = encoded_parts(&whole);
-    parts.swap(0, n - 1);
-    parts.swap(1, 3);
-    let dir = tempfile::tempdir().unwrap();
-    let last = parts.pop().unwrap();
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        let err = store.put_table(&parts[0]).unwrap_err().to_string();
-        assert!(err.contains("cannot store a part"), "{err}");
-        for p in &parts {
-            assert!(!store.put_part(p).unwrap());
+    for (t, mixed) in [((*whole).clone(), false), (with_a_long_value(&whole), true)] {
+        let mut parts = encoded_parts(&t);
+        let layouts_differ = parts.iter().any(|p| p.header.layout != parts[0].header.layout);
+        assert_eq!(layouts_differ, mixed);
+        parts.swap(0, n - 1);
+        parts.swap(1, 3);
+        let dir = tempfile::tempdir().unwrap();
+        let last = parts.pop().unwrap();
+        {
+            let store = SledStore::open(dir.path()).unwrap();
+            let err = store.put_table(&parts[0]).unwrap_err().to_string();
+            assert!(err.contains("cannot store a part"), "{err}");
+            for p in &parts {
+                assert!(!store.put_part(p).unwrap());
+            }
+            // The same part again replaces itself.
+            assert!(!store.put_part(&parts[0]).unwrap());
+            assert_eq!(store.part_headers(&id("KRvKP")).unwrap().len(), n - 1);
+            assert!(store.header(&id("KRvKP")).unwrap().is_none());
+            assert!(store.list_tables().unwrap().is_empty());
         }
-        // The same part again replaces itself.
-        assert!(!store.put_part(&parts[0]).unwrap());
+        let store = SledStore::open(dir.path()).unwrap();
         assert_eq!(store.part_headers(&id("KRvKP")).unwrap().len(), n - 1);
-        assert!(store.header(&id("KRvKP")).unwrap().is_none());
-        assert!(store.list_tables().unwrap().is_empty());
+        assert!(store.put_part(&last).unwrap());
+        assert!(store.part_headers(&id("KRvKP")).unwrap().is_empty());
+        assert_eq!(
+            store.export_shard(&id("KRvKP")).unwrap(),
+            write_shard(&encode_table(&t))
+        );
+        drop(store);
+        // Nothing of the parts is left in the database.
+        let db = sled::open(dir.path()).unwrap();
+        let tree = db.open_tree("xqtb-tables").unwrap();
+        assert_eq!(tree.scan_prefix(b"p/").count(), 0);
+        assert_eq!(tree.scan_prefix(b"w/").count(), 0);
+    }
+}
+
+/// A write cut short (a crash: blocks written, the header not yet, the write's marker still
+/// set) is wiped when the store is opened again; the tables written whole are untouched.
+#[test]
+fn an_interrupted_write_is_wiped_when_the_store_opens() {
+    let whole = krvkp();
+    let dir = tempfile::tempdir().unwrap();
+    let krvkn = solver::solve_closure_in_memory(&[sig("KRvKN")], RULES, |_, _| {}).unwrap();
+    let krvkn = encode_table(krvkn.get(&id("KRvKN")).unwrap());
+    SledStore::open(dir.path()).unwrap().put_table(&krvkn).unwrap();
+    let name = storage_format::store::store_name(&id("KRvKP"));
+    {
+        // What a crash leaves: a table's and a part's blocks under their markers, no header.
+        let db = sled::open(dir.path()).unwrap();
+        let tree = db.open_tree("xqtb-tables").unwrap();
+        let parts = encoded_parts(&whole);
+        for (prefix, blocks) in [
+            (format!("b/{name}/"), &encode_table(&whole).blocks[0]),
+            (format!("p/{name}/\0\0\0\0\0\0\0\0"), &parts[0].blocks[0]),
+        ] {
+            tree.insert(format!("w/{prefix}"), &[][..]).unwrap();
+            for (b, data) in blocks.iter().enumerate().take(3) {
+                let mut key = prefix.clone().into_bytes();
+                if prefix.starts_with("p/") {
+                    key.push(b'b');
+                }
+                key.push(0);
+                key.extend_from_slice(&(b as u32).to_be_bytes());
+                tree.insert(key, data.as_slice()).unwrap();
+            }
+        }
+        assert_eq!(tree.scan_prefix(b"w/").count(), 2);
+        db.flush().unwrap();
     }
     let store = SledStore::open(dir.path()).unwrap();
-    assert_eq!(store.part_headers(&id("KRvKP")).unwrap().len(), n - 1);
-    assert!(store.put_part(&last).unwrap());
+    assert!(store.header(&id("KRvKP")).unwrap().is_none());
     assert!(store.part_headers(&id("KRvKP")).unwrap().is_empty());
-    assert_eq!(
-        store.export_shard(&id("KRvKP")).unwrap(),
-        write_shard(&encode_table(&whole))
-    );
+    assert_eq!(store.load_table(&id("KRvKN")).unwrap(), krvkn);
+    drop(store);
+    let db = sled::open(dir.path()).unwrap();
+    let tree = db.open_tree("xqtb-tables").unwrap();
+    for prefix in ["w/", "p/", &format!("b/{name}/")] {
+        assert_eq!(tree.scan_prefix(prefix.as_bytes()).count(), 0, "{prefix}");
+    }
 }
