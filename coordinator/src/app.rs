@@ -125,6 +125,40 @@ impl solver::sample::BlockSource for UploadBlocks<'_> {
     }
 }
 
+/// A committed part of a table (pawn slices) read from the store a block at a time, for the
+/// sample check of a slice whose pawn advances lead into it.
+struct StoredPart<'a> {
+    store: &'a SledStore,
+    header: codec::TableHeader,
+    index: TableIndex,
+    decoder: codec::BlockDecoder,
+}
+
+impl solver::sample::BlockSource for StoredPart<'_> {
+    fn index(&self) -> &TableIndex {
+        &self.index
+    }
+    fn rules(&self) -> RuleSet {
+        self.header.rules
+    }
+    fn slots(&self) -> SlotRange {
+        self.header.slots
+    }
+    fn block_slots(&self) -> u64 {
+        self.header.block_values as u64
+    }
+    fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String> {
+        let h = &self.header;
+        let block = u32::try_from(block).map_err(|_| format!("no block {block}"))?;
+        let stored = self
+            .store
+            .part_block(&h.id(), h.slots.start, side, block)
+            .map_err(|e| e.to_string())?;
+        codec::decode_stored_block(h, &self.decoder, side, block, &stored)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Unix time in milliseconds.
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -883,38 +917,51 @@ impl App {
         };
         // Dependencies through a block cache of their own, so that the check neither evicts
         // the blocks users probe nor loads whole dependency tables into memory; a pawn slice's
-        // also the committed slices its pawn advances lead into, decoded (as its worker held
-        // them).
+        // also the committed slices its pawn advances lead into, read a block at a time like
+        // the upload (their worker held them decoded; the coordinator holds what a round of the
+        // sample needs).
         let tables = Tablebase::new(Arc::clone(&self.store));
-        let mut deps = solver::SliceDeps::new(key.table, &tables);
+        let stored = self
+            .store
+            .part_headers(&key.table)
+            .map_err(Refusal::malformed)?;
+        let mut parts = Vec::new();
         for slots in key.slice_dependencies() {
-            let part = self
-                .store
-                .load_part(&key.table, slots.start)
-                .ok()
-                .filter(|p| p.header.slots == slots)
+            let header = stored
+                .iter()
+                .find(|h| h.slots == slots)
+                .cloned()
                 .ok_or_else(|| {
                     Refusal::malformed(format!(
                         "cannot check it: the slices {slots} it reads are not in the store"
                     ))
                 })?;
-            let part = codec::decode_table(&part).map_err(Refusal::malformed)?;
-            deps.insert(Arc::new(part));
+            parts.push(StoredPart {
+                store: &self.store,
+                index: header.index().map_err(Refusal::malformed)?,
+                header,
+                decoder: codec::BlockDecoder::new(None),
+            });
         }
+        let slices: Vec<&dyn solver::sample::BlockSource> = parts
+            .iter()
+            .map(|p| p as &dyn solver::sample::BlockSource)
+            .collect();
         let seed = fnv1a(lease_id);
         let legal = t.header.counts.legal();
-        let report = solver::sample::check_sample_blocks(&blocks, legal, &deps, policy, seed)
-            .map_err(|e| match e {
-                solver::sample::SampleError::Wrong(e) => Refusal {
-                    reason: format!(
-                        "the sample check ({}% of the positions, at least {}, seed {seed:#x}) \
+        let report =
+            solver::sample::check_sample_blocks(&blocks, &slices, legal, &tables, policy, seed)
+                .map_err(|e| match e {
+                    solver::sample::SampleError::Wrong(e) => Refusal {
+                        reason: format!(
+                            "the sample check ({}% of the positions, at least {}, seed {seed:#x}) \
                          found a wrong value: {e}",
-                        policy.percent, policy.minimum
-                    ),
-                    wrong_values: true,
-                },
-                e @ solver::sample::SampleError::Block { .. } => Refusal::malformed(e),
-            })?;
+                            policy.percent, policy.minimum
+                        ),
+                        wrong_values: true,
+                    },
+                    e @ solver::sample::SampleError::Block { .. } => Refusal::malformed(e),
+                })?;
         let secs = started.elapsed().as_secs_f64();
         metrics::histogram!("xqtb_sample_check_seconds").record(secs);
         tracing::info!(

@@ -341,6 +341,11 @@ impl MemoryTables {
         self.parts.retain(|id, _| keep(id));
     }
 
+    /// The held parts of `id`, in slot order (none when it is held whole).
+    pub fn parts_of(&self, id: &TableId) -> &[Arc<Table>] {
+        self.parts.get(id).map_or(&[], |p| p.as_slice())
+    }
+
     /// Takes the held parts of `id` out of the set, in slot order.
     pub fn take_parts(&mut self, id: &TableId) -> Vec<Arc<Table>> {
         self.parts.remove(id).unwrap_or_default()

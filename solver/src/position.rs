@@ -129,6 +129,15 @@ impl<'a> SlotPosition<'a> {
         self.job_slot(self.slot_after_shift(m.from().index() as u8, m.to().index() as u8))
     }
 
+    /// The table slot the quiet pseudo-legal move `m` leads to, in the job or not; `None` for a
+    /// capture.
+    #[inline]
+    pub fn quiet_target(&self, m: Move) -> Option<u64> {
+        self.board
+            .is_empty(m.to())
+            .then(|| self.slot_after_shift(m.from().index() as u8, m.to().index() as u8))
+    }
+
     /// Whether the pseudo-legal move `m` leaves the job ([`SlotPosition::stays`] is `None`),
     /// without computing the slot on a whole table.
     #[inline(always)]

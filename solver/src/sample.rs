@@ -19,15 +19,21 @@
 //! the same entries, so a refusal can be reproduced.
 //!
 //! A part of a table (pawn slices) is checked the same way over the slots it holds, its moves
-//! into other slices looked up in `deps` like captures.
+//! into other slices valued like captures: from `deps`, or, read a block at a time like the
+//! part itself, from the other slices handed to [`check_sample_blocks`] (so that the check of
+//! a slice never holds the slices it reads decoded: the coordinator's memory stays bounded
+//! whatever the size of the table).
 
 use crate::position::{LEAVES, SlotPosition};
 use crate::verify::{Codes, Local, VerifyError, verify_slot};
 use crate::verify_rules::EntrySet;
 use rayon::prelude::*;
 use thiserror::Error;
-use xiangqi::Color;
-use xqtb_core::{Probe, RuleSet, SlotRange, Table, TableCounts, TableIndex, Value};
+use xiangqi::{Board, Color, Move};
+use xqtb_core::{
+    Orientation, Probe, ProbeError, RuleSet, SlotRange, Table, TableCounts, TableId, TableIndex,
+    Value,
+};
 
 /// How many entries a sample check takes: a share of the table's legal entries, but at least a
 /// minimum (every legal entry of a table smaller than that).
@@ -310,14 +316,17 @@ pub fn check_sample(
     policy: SamplePolicy,
     seed: u64,
 ) -> Result<SampleReport, SampleError> {
-    check_sample_blocks(table, legal_entries(table), deps, policy, seed)
+    check_sample_blocks(table, &[], legal_entries(table), deps, policy, seed)
 }
 
 /// [`check_sample`] of a table read block by block, whose `legal` legal entries are known (an
 /// upload's header counts, once its blocks have been checked against them). The entries drawn
-/// are those [`sample_entries`] draws from the decoded table.
+/// are those [`sample_entries`] draws from the decoded table. A part's pawn steps into the
+/// table's other slices are read from `slices` (parts of the same table, read block by block
+/// too) where one holds them, else from `deps`.
 pub fn check_sample_blocks<S: BlockSource + ?Sized>(
     src: &S,
+    slices: &[&dyn BlockSource],
     legal: u64,
     deps: &dyn Probe,
     policy: SamplePolicy,
@@ -326,7 +335,12 @@ pub fn check_sample_blocks<S: BlockSource + ?Sized>(
     let entries = draw(src.index(), src.slots(), policy.size(legal), legal, seed);
     for round in entries.chunks(ENTRIES_PER_ROUND) {
         let codes = Needed::read(src, round)?;
-        check_with(&codes, deps, round).map_err(SampleError::Wrong)?;
+        if slices.is_empty() {
+            check_with(&codes, deps, round).map_err(SampleError::Wrong)?;
+        } else {
+            let exits = SliceExits::read(src, slices, round, deps)?;
+            check_with(&codes, &exits, round).map_err(SampleError::Wrong)?;
+        }
     }
     Ok(SampleReport {
         legal,
@@ -429,6 +443,168 @@ impl<'a> Needed<'a> {
             entries,
             codes: codes.concat(),
         })
+    }
+}
+
+/// The codes a round of the sample check of a part reads in the table's other slices (its
+/// pawns' steps into them), by table entry (side-major over the whole index), over `deps` for
+/// every other table.
+struct SliceExits<'a> {
+    index: &'a TableIndex,
+    table: TableId,
+    entries: Vec<u64>,
+    codes: Vec<u16>,
+    deps: &'a dyn Probe,
+}
+
+impl<'a> SliceExits<'a> {
+    /// Gathers, from `slices`, the codes of the positions the quiet moves of `round`'s entries
+    /// (of the part `src`) lead to outside the part: each block read once.
+    fn read<S: BlockSource + ?Sized>(
+        src: &'a S,
+        slices: &[&dyn BlockSource],
+        round: &[(Color, u64)],
+        deps: &'a dyn Probe,
+    ) -> Result<SliceExits<'a>, SampleError> {
+        let index = src.index();
+        let job = src.slots();
+        let size = index.size();
+        let mut entries: Vec<u64> = round
+            .par_chunks(ENTRIES_PER_TASK)
+            .flat_map_iter(|chunk| {
+                let pieces = index.piece_list();
+                let mut pos = SlotPosition::new(index, &pieces, job);
+                let mut out = Vec::new();
+                for &(side, slot) in chunk {
+                    if !pos.load(slot, side) || pos.board.opponent_in_check() {
+                        continue;
+                    }
+                    let opponent = side.opponent();
+                    let (_, moves, slots) = pos.successors(|_| {});
+                    let leaving: Vec<Move> = moves
+                        .iter()
+                        .zip(slots)
+                        .filter(|&(_, &q)| q == LEAVES)
+                        .map(|(&m, _)| m)
+                        .collect();
+                    for m in leaving {
+                        if let Some(t) = pos.quiet_target(m) {
+                            out.push(number_of(size, (opponent, t)));
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        entries.par_sort_unstable();
+        entries.dedup();
+        // By source and block, in order: (source, side, block, range of `entries`).
+        let mut groups: Vec<(usize, Color, u64, std::ops::Range<usize>)> = Vec::new();
+        for (i, &e) in entries.iter().enumerate() {
+            let (side, slot) = entry_of(size, e);
+            let Some(s) = slices
+                .iter()
+                .position(|s| s.slots().start <= slot && slot < s.slots().end)
+            else {
+                // Not held by the slices given: read from `deps` when asked.
+                continue;
+            };
+            let block = (slot - slices[s].slots().start) / slices[s].block_slots().max(1);
+            match groups.last_mut() {
+                Some((gs, gside, gb, r)) if *gs == s && *gside == side && *gb == block => {
+                    r.end = i + 1
+                }
+                _ => groups.push((s, side, block, i..i + 1)),
+            }
+        }
+        let mut codes = vec![Value::ILLEGAL_CODE; entries.len()];
+        let filled: Vec<(std::ops::Range<usize>, Vec<u16>)> = groups
+            .par_iter()
+            .map(|(s, side, block, range)| {
+                let source = slices[*s];
+                let held = source.slots();
+                let first = held.start + block * source.block_slots().max(1);
+                let stored = source
+                    .block(*side, *block)
+                    .map_err(|reason| SampleError::Block {
+                        side: *side,
+                        block: *block,
+                        reason: format!("slices {held}: {reason}"),
+                    })?;
+                let values = entries[range.clone()]
+                    .iter()
+                    .map(|&e| {
+                        let slot = entry_of(size, e).1;
+                        if !index.legal_sides(slot)[side.index()] {
+                            return Ok(Value::ILLEGAL_CODE);
+                        }
+                        stored.get((slot - first) as usize).copied().ok_or_else(|| {
+                            SampleError::Block {
+                                side: *side,
+                                block: *block,
+                                reason: format!("slices {held}: it has no slot {slot}"),
+                            }
+                        })
+                    })
+                    .collect::<Result<Vec<u16>, SampleError>>()?;
+                Ok((range.clone(), values))
+            })
+            .collect::<Result<_, SampleError>>()?;
+        let mut held = vec![false; entries.len()];
+        for (range, values) in filled {
+            codes[range.clone()].copy_from_slice(&values);
+            held[range].iter_mut().for_each(|h| *h = true);
+        }
+        // Entries no slice given holds are left to `deps`.
+        let (entries, codes): (Vec<u64>, Vec<u16>) = entries
+            .into_iter()
+            .zip(codes)
+            .zip(held)
+            .filter(|&(_, h)| h)
+            .map(|(ec, _)| ec)
+            .unzip();
+        Ok(SliceExits {
+            index,
+            table: TableId::new(src.rules(), index.signature()),
+            entries,
+            codes,
+            deps,
+        })
+    }
+}
+
+impl Probe for SliceExits<'_> {
+    fn probe(&self, rules: RuleSet, board: &Board) -> Result<Value, ProbeError> {
+        let o = Orientation::of_board(board);
+        if TableId::new(rules, o.signature) != self.table {
+            return self.deps.probe(rules, board);
+        }
+        let slot = self
+            .index
+            .slot_of(board, o.rotated)
+            .map_err(|e| ProbeError::Illegal(e.to_string()))?;
+        let e = number_of(self.index.size(), (o.side(board.side_to_move()), slot));
+        match self.entries.binary_search(&e) {
+            Ok(i) => match self.codes[i] {
+                Value::ILLEGAL_CODE => Err(ProbeError::Illegal(
+                    "the side not to move is in check".into(),
+                )),
+                c => Ok(Value::decode(c)),
+            },
+            Err(_) => self.deps.probe(rules, board),
+        }
+    }
+
+    fn has_table(&self, id: &TableId) -> bool {
+        self.deps.has_table(id)
+    }
+
+    fn has_slots(&self, id: &TableId, slots: SlotRange) -> bool {
+        self.deps.has_slots(id, slots)
+    }
+
+    fn table(&self, id: &TableId) -> Option<&Table> {
+        self.deps.table(id)
     }
 }
 
@@ -592,7 +768,8 @@ mod tests {
             broken: None,
         };
         let src = blocks(&table);
-        let report = check_sample_blocks(&src, legal, &deps, SamplePolicy::DEFAULT, 3).unwrap();
+        let report =
+            check_sample_blocks(&src, &[], legal, &deps, SamplePolicy::DEFAULT, 3).unwrap();
         assert_eq!(
             report,
             check_sample(&table, &deps, SamplePolicy::DEFAULT, 3).unwrap()
@@ -608,7 +785,7 @@ mod tests {
             percent: 100.0,
             minimum: 0,
         };
-        match check_sample_blocks(&blocks(&bad), legal, &deps, all, 3) {
+        match check_sample_blocks(&blocks(&bad), &[], legal, &deps, all, 3) {
             Err(SampleError::Wrong(_)) => {}
             other => panic!("a wrong value passed: {other:?}"),
         }
@@ -616,7 +793,7 @@ mod tests {
             broken: Some((Color::Black, 5)),
             ..blocks(&table)
         };
-        match check_sample_blocks(&broken, legal, &deps, all, 3) {
+        match check_sample_blocks(&broken, &[], legal, &deps, all, 3) {
             Err(SampleError::Block {
                 side,
                 block,

@@ -322,7 +322,9 @@ fn a_part_is_verified_against_the_slices_before_it() {
 /// a few wrong values is caught.
 #[test]
 fn the_sample_check_reads_a_slice_and_the_slices_it_leads_into() {
-    use solver::sample::{SampleError, SamplePolicy, check_sample};
+    use solver::sample::{
+        BlockSource, SampleError, SamplePolicy, check_sample, check_sample_blocks,
+    };
     let rules = RuleSet::Asian;
     let s = sig("KPPvK");
     let id = TableId::new(rules, s);
@@ -342,6 +344,17 @@ fn the_sample_check_reads_a_slice_and_the_slices_it_leads_into() {
         minimum: 0,
     };
     check_sample(&part, &done, all, 7).expect("a sound part passes");
+    // The slices it reads handed over as block sources (as the coordinator reads them from its
+    // store), with only the other tables in `deps`.
+    let slices: Vec<&dyn BlockSource> = done
+        .parts()
+        .parts_of(&id)
+        .iter()
+        .map(|p| &**p as &dyn BlockSource)
+        .collect();
+    let legal = solver::sample::legal_entries(&part);
+    check_sample_blocks(&part, &slices, legal, &deps, all, 7)
+        .expect("a sound part passes, its slices read block by block");
     let mut bad = part.clone();
     let mut flipped = 0;
     for c in bad.codes_mut(Color::Red).iter_mut() {
@@ -358,6 +371,12 @@ fn the_sample_check_reads_a_slice_and_the_slices_it_leads_into() {
         Err(SampleError::Wrong(e)) => eprintln!("caught: {e}"),
         other => panic!("a wrong part passed the sample check: {other:?}"),
     }
+    match check_sample_blocks(&bad, &slices, legal, &deps, all, 7) {
+        Err(SampleError::Wrong(e)) => eprintln!("caught, slices read block by block: {e}"),
+        other => panic!("a wrong part passed the sample check: {other:?}"),
+    }
+    // Without the slices it reads, the check cannot value its pawn steps: an error, not a pass.
+    assert!(check_sample_blocks(&part, &[], legal, &deps, all, 7).is_err());
 }
 
 /// Under the Asian rules a whole table of several slices is made slice by slice, so a pawn's

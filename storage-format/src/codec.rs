@@ -1093,6 +1093,35 @@ fn raw_block(
         })
 }
 
+/// The codes of block `block` of `side` of a table or part with header `h`, from the block's
+/// stored bytes `compressed` (checked against the header's block table first), as
+/// [`decode_block`] gives them: for reading a stored table a block at a time.
+pub fn decode_stored_block(
+    h: &TableHeader,
+    decoder: &BlockDecoder,
+    side: Color,
+    block: u32,
+    compressed: &[u8],
+) -> Result<Vec<u16>, CodecError> {
+    let bad = |reason: String| CodecError::BadBlock {
+        signature: h.signature,
+        side,
+        block,
+        reason,
+    };
+    let info = h.blocks[side.index()]
+        .get(block as usize)
+        .ok_or_else(|| bad("no such block".into()))?;
+    if BlockInfo::of(compressed) != *info {
+        return Err(bad(
+            "its bytes do not match the header's length and checksum".into(),
+        ));
+    }
+    let raw = raw_block(h, decoder, side, block, compressed)?;
+    let n = h.values_in_block(block);
+    Ok((0..n).map(|i| h.layout.code_at(&raw, n, i)).collect())
+}
+
 /// The codes of one block as stored, for reading a table a block at a time without decoding it
 /// whole: every legal slot's code is the one [`decode_table`] gives, an illegal slot holds the
 /// filler (take legality from [`TableIndex::legal_sides`]). `decoder` is made with the table's

@@ -192,6 +192,21 @@ pub trait TableStore: Send + Sync {
         })
     }
 
+    /// One compressed block of the stored part of table `id` that starts at slot `start`, as
+    /// stored (check it against the part's header).
+    fn part_block(
+        &self,
+        id: &TableId,
+        _start: u64,
+        _side: Color,
+        _block: u32,
+    ) -> Result<Vec<u8>, StoreError> {
+        Err(StoreError::Missing {
+            table: *id,
+            store: self.describe(),
+        })
+    }
+
     /// The whole table of table `id`, every block checked against the header.
     fn load_table(&self, id: &TableId) -> Result<EncodedTable, StoreError> {
         let header = self.header(id)?.ok_or_else(|| StoreError::Missing {
@@ -281,6 +296,15 @@ impl<T: TableStore + ?Sized> TableStore for Arc<T> {
     }
     fn load_part(&self, id: &TableId, start: u64) -> Result<EncodedTable, StoreError> {
         (**self).load_part(id, start)
+    }
+    fn part_block(
+        &self,
+        id: &TableId,
+        start: u64,
+        side: Color,
+        block: u32,
+    ) -> Result<Vec<u8>, StoreError> {
+        (**self).part_block(id, start, side, block)
     }
 }
 
@@ -668,7 +692,9 @@ impl SledStore {
                     let corrupt = |what: &str| {
                         StoreError::Corrupt(
                             *id,
-                            format!("block {b} for {side} to move of the part at slot {start} {what}"),
+                            format!(
+                                "block {b} for {side} to move of the part at slot {start} {what}"
+                            ),
                         )
                     };
                     let stored = self
@@ -769,11 +795,35 @@ impl TableStore for SledStore {
     }
 
     fn part_headers(&self, id: &TableId) -> Result<Vec<TableHeader>, StoreError> {
+        // One seek per part, to the first key of the next one: a scan of the prefix would read
+        // every block of every part (each worker job and each commit asks, and a table in 49
+        // slices then read its stored slices over and over: the workers' memory grew by some
+        // 10 MB a job).
+        let prefix = parts_prefix(id);
         let mut out = Vec::new();
-        for kv in self.tree.scan_prefix(parts_prefix(id)) {
-            let (k, v) = kv.map_err(db_err("using the store"))?;
-            if k.last() == Some(&b'h') && k.len() == parts_prefix(id).len() + 9 {
+        let mut from = prefix.clone();
+        loop {
+            let Some(kv) = self.tree.range(from..).next() else {
+                break;
+            };
+            let (k, _) = kv.map_err(db_err("using the store"))?;
+            let Some(start) = k
+                .strip_prefix(prefix.as_slice())
+                .and_then(|rest| rest.get(..8))
+                .map(|b| u64::from_be_bytes(b.try_into().expect("eight bytes")))
+            else {
+                break;
+            };
+            if let Some(v) = self
+                .tree
+                .get(part_header_key(id, start))
+                .map_err(db_err("using the store"))?
+            {
                 out.push(parse_header_value(id, &v)?);
+            }
+            match start.checked_add(1) {
+                Some(next) => from = part_prefix(id, next),
+                None => break,
             }
         }
         Ok(out)
@@ -809,6 +859,27 @@ impl TableStore for SledStore {
         part.validate()
             .map_err(|e| StoreError::Corrupt(*id, e.to_string()))?;
         Ok(part)
+    }
+
+    fn part_block(
+        &self,
+        id: &TableId,
+        start: u64,
+        side: Color,
+        block: u32,
+    ) -> Result<Vec<u8>, StoreError> {
+        self.tree
+            .get(part_block_key(id, start, side, block))
+            .map_err(db_err("using the store"))?
+            .map(|v| v.to_vec())
+            .ok_or_else(|| {
+                StoreError::Corrupt(
+                    *id,
+                    format!(
+                        "block {block} for {side} to move of the part at slot {start} is missing"
+                    ),
+                )
+            })
     }
 
     fn header(&self, id: &TableId) -> Result<Option<TableHeader>, StoreError> {

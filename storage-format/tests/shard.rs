@@ -496,7 +496,9 @@ fn a_store_assembles_a_table_from_its_parts_in_any_order() {
     let n = whole.index().slices().len();
     for (t, mixed) in [((*whole).clone(), false), (with_a_long_value(&whole), true)] {
         let mut parts = encoded_parts(&t);
-        let layouts_differ = parts.iter().any(|p| p.header.layout != parts[0].header.layout);
+        let layouts_differ = parts
+            .iter()
+            .any(|p| p.header.layout != parts[0].header.layout);
         assert_eq!(layouts_differ, mixed);
         parts.swap(0, n - 1);
         parts.swap(1, 3);
@@ -540,7 +542,10 @@ fn an_interrupted_write_is_wiped_when_the_store_opens() {
     let dir = tempfile::tempdir().unwrap();
     let krvkn = solver::solve_closure_in_memory(&[sig("KRvKN")], RULES, |_, _| {}).unwrap();
     let krvkn = encode_table(krvkn.get(&id("KRvKN")).unwrap());
-    SledStore::open(dir.path()).unwrap().put_table(&krvkn).unwrap();
+    SledStore::open(dir.path())
+        .unwrap()
+        .put_table(&krvkn)
+        .unwrap();
     let name = storage_format::store::store_name(&id("KRvKP"));
     {
         // What a crash leaves: a table's and a part's blocks under their markers, no header.

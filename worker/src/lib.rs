@@ -11,7 +11,9 @@
 
 mod resources;
 
-pub use resources::{available_memory_bytes, cpu_seconds, peak_rss_bytes, reset_peak_rss};
+pub use resources::{
+    available_memory_bytes, cpu_seconds, peak_rss_bytes, reset_peak_rss, rss_bytes,
+};
 
 use anyhow::{Context, Result, anyhow};
 use proto::v1::jobs_client::JobsClient;
@@ -474,6 +476,9 @@ async fn run_job(
         }
         let outcome = upload(client, &job.lease_id, &key, &bytes, worker_id).await;
         usage.report(worker_id, &key);
+        drop(bytes);
+        // The job's tables were freed; glibc would keep much of it for the next job.
+        resources::release_freed_memory();
         outcome
     }
     .await;
@@ -490,6 +495,7 @@ fn tenths(secs: f64) -> f64 {
 struct JobUsage {
     started: std::time::Instant,
     cpu_at_start: Option<f64>,
+    rss_at_start: Option<u64>,
     measure_peak: bool,
 }
 
@@ -498,6 +504,7 @@ impl JobUsage {
         JobUsage {
             started: std::time::Instant::now(),
             cpu_at_start: cpu_seconds(),
+            rss_at_start: rss_bytes(),
             measure_peak: measure_peak && reset_peak_rss(),
         }
     }
@@ -526,6 +533,7 @@ impl JobUsage {
             estimated_cpu_seconds = tenths(estimate.cpu_seconds),
             peak_memory_bytes = peak,
             estimated_memory_bytes = estimate.solve_bytes,
+            memory_at_start_bytes = self.rss_at_start,
             "job done"
         );
     }

@@ -53,11 +53,27 @@ pub fn peak_rss_bytes() -> Option<u64> {
     status_kib(&status, "VmHWM:").map(|kib| kib * 1024)
 }
 
+/// The resident memory of this process now, in bytes.
+pub fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status_kib(&status, "VmRSS:").map(|kib| kib * 1024)
+}
+
 /// Sets this process's peak resident memory back to its current resident memory (Linux 4.0 and
 /// later), so that [`peak_rss_bytes`] measures from now on; `false` where that cannot be done.
 /// It measures the whole process: a job's peak only when the worker has its process to itself.
 pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Returns the memory freed so far to the operating system, where the allocator can (glibc keeps
+/// freed memory in its arenas otherwise).
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's free lists; it is safe from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// The kibibytes of a `/proc/self/status` line such as `VmHWM:  123456 kB`.
