@@ -73,7 +73,9 @@ for path in sorted(glob.glob(f"{out}/worker*.log")):
         if f.get("message") == "job done":
             done[f["job"]] = f
 rows, mem_err, cpu_sum, est_cpu_sum = [], [], 0.0, 0.0
-print(f"{'job':44} {'worker':6} {'wall s':>7} {'cpu s':>7} {'est cpu':>7} {'peak MB':>8} {'est MB':>7} {'mem err':>7}")
+# est MB: the plan's estimate counted from what the worker held when the job started (start MB),
+# as the coordinator matches a job with a worker.
+print(f"{'job':44} {'worker':6} {'wall s':>7} {'cpu s':>7} {'est cpu':>7} {'start MB':>8} {'peak MB':>8} {'est MB':>7} {'mem err':>7}")
 for job, f in sorted(done.items(), key=lambda kv: committed.get(kv[0], 0)):
     peak, est = f.get("peak_memory_bytes"), f["estimated_memory_bytes"]
     err = (est - peak) / peak * 100 if peak else float("nan")
@@ -81,7 +83,8 @@ for job, f in sorted(done.items(), key=lambda kv: committed.get(kv[0], 0)):
     cpu_sum += f.get("cpu_seconds") or 0
     est_cpu_sum += f["estimated_cpu_seconds"]
     print(f"{job:44} {leased.get(job, (0, '?'))[1]:6} {f['wall_seconds']:7.1f} {f.get('cpu_seconds') or 0:7.1f} "
-          f"{f['estimated_cpu_seconds']:7.1f} {peak / 1e6 if peak else 0:8.1f} {est / 1e6:7.1f} {err:+6.1f}%")
+          f"{f['estimated_cpu_seconds']:7.1f} {(f.get('memory_at_start_bytes') or 0) / 1e6:8.1f} "
+          f"{peak / 1e6 if peak else 0:8.1f} {est / 1e6:7.1f} {err:+6.1f}%")
 sim = plan.get("simulation", {})
 pred = sim.get("makespan_seconds")
 meas = end - start
@@ -89,6 +92,7 @@ print(f"jobs: {len(done)}; makespan {meas / 60:.1f} min measured, {pred / 60 if 
       f"({(pred - meas) / meas * 100 if pred else float('nan'):+.1f}% predicted over measured)")
 print(f"CPU of the jobs: {cpu_sum / 60:.1f} min measured, {est_cpu_sum / 60:.1f} min estimated")
 big = [m for m in mem_err if done[m[1]].get("estimated_memory_bytes", 0) > 100e6]
+print(f"memory estimate over measured peak, every job: {min(mem_err)[0]:+.1f}% .. {max(mem_err)[0]:+.1f}%")
 if big:
     print(f"memory estimate over measured peak, jobs above 100 MB: {min(big)[0]:+.1f}% .. {max(big)[0]:+.1f}%")
 by_worker = {}

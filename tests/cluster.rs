@@ -290,6 +290,7 @@ async fn lease_job(c: &mut JobsClientWithAuth, id: &str) -> Job {
     let r = c
         .lease(LeaseRequest {
             worker_id: id.into(),
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -122,6 +122,7 @@ async fn lease(jobs: &mut JobsClient<Channel>) -> (String, Job) {
     let job = jobs
         .lease(LeaseRequest {
             worker_id: id.clone(),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -217,6 +218,7 @@ async fn uploads_longer_than_their_shard_can_be_are_refused_before_they_are_buff
     let job = jobs
         .lease(LeaseRequest {
             worker_id: id.clone(),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -245,7 +247,10 @@ async fn uploads_longer_than_their_shard_can_be_are_refused_before_they_are_buff
 
     // The real shard, within its bound, is committed.
     let job = jobs
-        .lease(LeaseRequest { worker_id: id })
+        .lease(LeaseRequest {
+            worker_id: id,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner()

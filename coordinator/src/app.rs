@@ -684,9 +684,11 @@ impl App {
         }
     }
 
-    /// Leases the next ready job to `worker`, if any. A quarantined worker gets none (until it
-    /// registers again, as a restarted worker does).
-    pub fn lease(&self, worker: &str) -> Result<LeaseOutcome, AppError> {
+    /// Leases the next ready job to `worker`, if any: one its memory holds, less what it holds
+    /// between jobs beyond a fresh worker's (`resident_bytes`, 0 if not said; see
+    /// [`xqtb_core::memory_for_jobs`]). A quarantined worker gets none (until it registers
+    /// again, as a restarted worker does).
+    pub fn lease(&self, worker: &str, resident_bytes: u64) -> Result<LeaseOutcome, AppError> {
         if self.is_quarantined(worker) {
             self.touch_worker(worker, |_| {});
             return Ok(LeaseOutcome {
@@ -700,7 +702,8 @@ impl App {
             .lock()
             .expect("workers lock")
             .get(worker)
-            .and_then(|w| w.memory_bytes);
+            .and_then(|w| w.memory_bytes)
+            .map(|m| xqtb_core::memory_for_jobs(m, resident_bytes));
         let (grant, all_done) = self.change(|s| {
             let (grant, changed) = s.lease(worker, memory, now_ms());
             Ok(((grant, s.all_done()), changed))
@@ -1417,6 +1420,29 @@ mod tests {
         )
         .unwrap();
         assert_eq!(app.status().ready, 1);
+    }
+
+    #[test]
+    fn what_a_worker_holds_between_jobs_is_not_counted_as_free_for_a_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SledStore::open(dir.path()).unwrap());
+        let app = App::open(
+            store,
+            Access::default(),
+            SchedulerConfig::default(),
+            RuleSet::Asian,
+        )
+        .unwrap();
+        let krk = TableId::new(RuleSet::Asian, "KRvK".parse().unwrap());
+        app.submit(&[krk]).unwrap();
+        let need = xqtb_core::JobCost::of(&JobKey::whole(krk)).solve_bytes;
+        let w = app.register("w", 1, Some(need), "test").worker_id;
+        // A worker holding a megabyte more than a fresh one no longer has room for the job.
+        let grown = xqtb_core::BASE_BYTES + 1_000_000;
+        assert!(app.lease(&w, grown).unwrap().grant.is_none());
+        // Up to a fresh worker's base, what it holds is already counted in the estimate.
+        let g = app.lease(&w, xqtb_core::BASE_BYTES).unwrap().grant;
+        assert_eq!(g.unwrap().key, JobKey::whole(krk));
     }
 
     #[test]

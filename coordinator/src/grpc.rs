@@ -215,8 +215,9 @@ impl Jobs for JobsService {
     async fn lease(&self, req: Request<LeaseRequest>) -> Result<Response<LeaseResponse>, Status> {
         within(&self.0, async move {
             authorize(&self.0, &req, true)?;
-            let worker = req.into_inner().worker_id;
-            let outcome = blocking(&self.0, move |a| a.lease(&worker)).await?;
+            let req = req.into_inner();
+            let (worker, resident) = (req.worker_id, req.resident_bytes);
+            let outcome = blocking(&self.0, move |a| a.lease(&worker, resident)).await?;
             let job = outcome.grant.map(|g| Job {
                 key: Some(rpc::job_key(&g.key)),
                 lease_id: g.lease.id,

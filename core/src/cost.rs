@@ -14,7 +14,10 @@
 //!   the store's cache. Fitted to be at or above every measured peak, by at most 20% for the
 //!   tables of more than 12 M entries (smaller ones are dominated by the base): the scheduler
 //!   refuses a worker whose memory is below the estimate, so too low an estimate is an
-//!   out-of-memory kill and too high a slightly idle worker.
+//!   out-of-memory kill and too high a slightly idle worker. The base is a fresh worker's; a
+//!   worker's memory between jobs grows over a run (its cache store's pages, by up to some
+//!   50 MB), and the scheduler counts what it holds beyond the base as taken
+//!   ([`memory_for_jobs`]).
 //! - CPU: `rate(rules, sides) × pieces × entries`, kings counted in the pieces; CPU seconds of a
 //!   worker that has its cores to itself (on a loaded machine fewer are measured: rayon's idle
 //!   threads spin less). Under asian rules a table whose weaker side has an attacking piece
@@ -44,6 +47,14 @@ pub const TABLE_BYTES_PER_ENTRY: f64 = 2.0;
 /// while they are decoded (KRNvKABB against KRNvKR, the same size: 32.7 M more dependency
 /// entries, 75 MB more at the peak).
 const DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY: f64 = 0.2;
+
+/// The memory a worker of `memory_bytes` has for a job's [`JobCost::solve_bytes`] while it holds
+/// `resident_bytes` between jobs: what it holds beyond [`BASE_BYTES`] (its cache store's pages,
+/// mostly: a worker's resident memory grows by some 50 MB over a long run) is not there for the
+/// job.
+pub fn memory_for_jobs(memory_bytes: u64, resident_bytes: u64) -> u64 {
+    memory_bytes.saturating_sub(resident_bytes.saturating_sub(BASE_BYTES))
+}
 
 /// What one job costs, as estimated before it runs.
 #[derive(Clone, Copy, Debug, PartialEq)]

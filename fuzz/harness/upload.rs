@@ -94,18 +94,18 @@ pub fn run(data: &[u8]) {
     let target: TableId = id(UPLOADED);
     let mut guard = state().lock().unwrap_or_else(|p| p.into_inner());
     let mut c = guard.get_or_insert_with(open);
-    let grant = match c.app.lease(&c.worker).expect("lease").grant {
+    let grant = match c.app.lease(&c.worker, 0).expect("lease").grant {
         Some(g) => g,
         None => {
             // A worker whose upload failed the sample check is quarantined: a new one comes.
             c.worker = c.app.register("fuzz", 1, None, "fuzz").worker_id;
-            match c.app.lease(&c.worker).expect("lease").grant {
+            match c.app.lease(&c.worker, 0).expect("lease").grant {
                 Some(g) => g,
                 // Only after a failed run (the replay test goes on after a failure).
                 None => {
                     c = guard.insert(open());
                     c.app
-                        .lease(&c.worker)
+                        .lease(&c.worker, 0)
                         .expect("lease")
                         .grant
                         .expect("a fresh job")

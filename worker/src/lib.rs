@@ -245,6 +245,12 @@ async fn session(
         let lease = client
             .lease(LeaseRequest {
                 worker_id: worker_id.clone(),
+                // Only a worker with its process to itself knows what it holds.
+                resident_bytes: if config.measure_job_memory {
+                    rss_bytes().unwrap_or(0)
+                } else {
+                    0
+                },
             })
             .await?
             .into_inner();
@@ -532,7 +538,9 @@ impl JobUsage {
             cpu_seconds = cpu.map(tenths),
             estimated_cpu_seconds = tenths(estimate.cpu_seconds),
             peak_memory_bytes = peak,
-            estimated_memory_bytes = estimate.solve_bytes,
+            // As the coordinator matched it with this worker: beside what the worker held.
+            estimated_memory_bytes = estimate.solve_bytes
+                + self.rss_at_start.map_or(0, |r| r.saturating_sub(xqtb_core::BASE_BYTES)),
             memory_at_start_bytes = self.rss_at_start,
             "job done"
         );

@@ -20,7 +20,7 @@ use crate::key::SlotRange;
 use crate::signature::Signature;
 use layout::Layout;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
 
 /// Index scheme of tables numbered by one layout: every table without pawns, and tables with
@@ -39,14 +39,23 @@ struct Part {
 
 /// The index of one table: position <-> slot, for either side to move (both sides use the same
 /// numbering, so a table holds `2 * size` entries).
+///
+/// Cheap to clone: the layouts are shared by every clone, and by every index of the same table
+/// and scheme built while another is alive (a table of many pawn slices holds one index per
+/// part, and a slice's layouts take hundreds of kilobytes).
 #[derive(Clone)]
 pub struct TableIndex {
     signature: Signature,
     scheme: u32,
+    size: u64,
+    layouts: Arc<Layouts>,
+}
+
+/// What an index is built from, shared between the clones of an index.
+struct Layouts {
     /// One per slice, in slot order.
     parts: Vec<Part>,
     slices: Vec<Slice>,
-    size: u64,
     /// The flat positions of each side's pawns (`first..first + count`), for finding the slice
     /// of a placement.
     pawn_groups: Vec<(usize, usize)>,
@@ -96,6 +105,43 @@ impl TableIndex {
     /// scheme it was written with); `None` for a scheme this build does not know. A table
     /// without pawns has one layout under every scheme, and reports [`SCHEME_WHOLE`].
     pub fn with_scheme(signature: Signature, scheme: u32) -> Option<TableIndex> {
+        type Cache = Mutex<HashMap<(Signature, u32), Weak<Layouts>>>;
+        static LIVE: OnceLock<Cache> = OnceLock::new();
+        let live = LIVE.get_or_init(Default::default);
+        let key = (signature, scheme);
+        let found = live
+            .lock()
+            .expect("index cache")
+            .get(&key)
+            .and_then(Weak::upgrade);
+        if let Some(layouts) = found {
+            return Some(TableIndex::from_layouts(signature, layouts));
+        }
+        let built = Self::build(signature, scheme)?;
+        let mut live = live.lock().expect("index cache");
+        live.retain(|_, w| w.strong_count() > 0);
+        live.insert(key, Arc::downgrade(&built.layouts));
+        Some(built)
+    }
+
+    /// An index over `layouts`, its scheme and size read from them.
+    fn from_layouts(signature: Signature, layouts: Arc<Layouts>) -> TableIndex {
+        let scheme = if layouts.slice_by_profile.is_empty() {
+            SCHEME_WHOLE
+        } else {
+            SCHEME_SLICED
+        };
+        let size = layouts.slices.last().map_or(0, |s| s.slots.end);
+        TableIndex {
+            signature,
+            scheme,
+            size,
+            layouts,
+        }
+    }
+
+    /// Builds the layouts of [`TableIndex::with_scheme`].
+    fn build(signature: Signature, scheme: u32) -> Option<TableIndex> {
         let m = *signature.material();
         let pawns = Color::ALL.map(|c| m.count(c, PieceKind::Pawn) as usize);
         let sliced = match scheme {
@@ -106,9 +152,7 @@ impl TableIndex {
         if !sliced {
             let layout = Layout::new(signature, None);
             let size = layout.size();
-            return Some(TableIndex {
-                signature,
-                scheme: SCHEME_WHOLE,
+            let layouts = Layouts {
                 parts: vec![Part { base: 0, layout }],
                 slices: vec![Slice {
                     slots: SlotRange {
@@ -118,10 +162,10 @@ impl TableIndex {
                     pawn_ranks: [Vec::new(), Vec::new()],
                     advances_into: Vec::new(),
                 }],
-                size,
                 pawn_groups: Vec::new(),
                 slice_by_profile: HashMap::new(),
-            });
+            };
+            return Some(TableIndex::from_layouts(signature, Arc::new(layouts)));
         }
         let legal_ranks = Color::ALL.map(|c| {
             let mask = legal_squares(c, PieceKind::Pawn);
@@ -191,21 +235,19 @@ impl TableIndex {
                 pawn_groups.push((first, pawns[color.index()]));
             }
         }
-        Some(TableIndex {
-            signature,
-            scheme: SCHEME_SLICED,
+        let layouts = Layouts {
             parts,
             slices,
-            size: next,
             pawn_groups,
             slice_by_profile,
-        })
+        };
+        debug_assert_eq!(layouts.slices.last().map(|s| s.slots.end), Some(next));
+        Some(TableIndex::from_layouts(signature, Arc::new(layouts)))
     }
 
     /// Slots per side to move of `sig`, remembered after the first call (for planning and
     /// status reports, where building the index each time would be wasteful).
     pub fn size_of(sig: &Signature) -> u64 {
-        use std::sync::{Mutex, OnceLock};
         static SIZES: OnceLock<Mutex<HashMap<Signature, u64>>> = OnceLock::new();
         let sizes = SIZES.get_or_init(Default::default);
         if let Some(&n) = sizes.lock().expect("size cache").get(sig) {
@@ -219,7 +261,6 @@ impl TableIndex {
     /// The slices of `sig` with their spans ([`TableIndex::slice_span`]), remembered after the
     /// first call (the scheduler asks for them for every job it plans).
     pub fn slices_of(sig: &Signature) -> Arc<[(Slice, SlotRange)]> {
-        use std::sync::{Mutex, OnceLock};
         type Cache = Mutex<HashMap<Signature, Arc<[(Slice, SlotRange)]>>>;
         static SLICES: OnceLock<Cache> = OnceLock::new();
         let cache = SLICES.get_or_init(Default::default);
@@ -227,8 +268,8 @@ impl TableIndex {
             return Arc::clone(s);
         }
         let index = TableIndex::new(*sig);
-        let slices: Arc<[(Slice, SlotRange)]> = (0..index.slices.len())
-            .map(|i| (index.slices[i].clone(), index.slice_span(i)))
+        let slices: Arc<[(Slice, SlotRange)]> = (0..index.layouts.slices.len())
+            .map(|i| (index.layouts.slices[i].clone(), index.slice_span(i)))
             .collect();
         cache
             .lock()
@@ -257,28 +298,28 @@ impl TableIndex {
     /// Number of pieces, kings included: the length of a flat square array.
     #[inline]
     pub fn piece_count(&self) -> usize {
-        self.parts[0].layout.piece_count()
+        self.layouts.parts[0].layout.piece_count()
     }
 
     /// The part that holds `slot` (or the padding after it).
     #[inline]
     fn part_of(&self, slot: u64) -> usize {
-        if self.parts.len() == 1 {
+        if self.layouts.parts.len() == 1 {
             return 0;
         }
-        self.parts.partition_point(|p| p.base <= slot) - 1
+        self.layouts.parts.partition_point(|p| p.base <= slot) - 1
     }
 
     /// The part of the placement `squares`, by its pawns' ranks; `None` when they are on no
     /// slice's ranks.
     #[inline]
     fn part_of_squares(&self, squares: &[u8]) -> Option<usize> {
-        if self.parts.len() == 1 {
+        if self.layouts.parts.len() == 1 {
             return Some(0);
         }
         let mut ranks = [0u8; MAX_PIECES];
         let mut n = 0;
-        for &(first, count) in &self.pawn_groups {
+        for &(first, count) in &self.layouts.pawn_groups {
             for (r, &s) in ranks[n..n + count]
                 .iter_mut()
                 .zip(&squares[first..first + count])
@@ -288,7 +329,8 @@ impl TableIndex {
             ranks[n..n + count].sort_unstable();
             n += count;
         }
-        self.slice_by_profile
+        self.layouts
+            .slice_by_profile
             .get(&profile_key(ranks[..n].iter().copied()))
             .copied()
     }
@@ -296,14 +338,14 @@ impl TableIndex {
     /// The piece at each position of the flat square array: Red king, Black king, Red's
     /// defenders, Black's defenders, then the free groups in index order.
     pub fn piece_list(&self) -> Vec<Piece> {
-        self.parts[0].layout.piece_list()
+        self.layouts.parts[0].layout.piece_list()
     }
 
     /// Slot of the placement given as a flat square array (pieces of a group in any order), or
     /// `None` if a piece stands off its legal points or two home pieces share a point.
     #[inline]
     pub fn encode(&self, squares: &[u8]) -> Option<u64> {
-        let part = &self.parts[self.part_of_squares(squares)?];
+        let part = &self.layouts.parts[self.part_of_squares(squares)?];
         Some(part.base + part.layout.encode(squares)?)
     }
 
@@ -314,7 +356,7 @@ impl TableIndex {
     #[inline]
     pub fn decode(&self, slot: u64, out: &mut [u8]) {
         debug_assert!(slot < self.size);
-        let part = &self.parts[self.part_of(slot)];
+        let part = &self.layouts.parts[self.part_of(slot)];
         let local = slot - part.base;
         if local < part.layout.size() {
             part.layout.decode(local, out);
@@ -327,14 +369,14 @@ impl TableIndex {
     /// `slot`, moves to `to`; `None` when `to` is off that piece's points, as for
     /// [`TableIndex::encode`]. A pawn's step forward leads into another slice.
     pub fn slot_after_shift(&self, slot: u64, squares: &[u8], pos: usize, to: u8) -> Option<u64> {
-        let part = &self.parts[self.part_of(slot)];
+        let part = &self.layouts.parts[self.part_of(slot)];
         if let Some(local) = part
             .layout
             .slot_after_shift(slot - part.base, squares, pos, to)
         {
             return Some(part.base + local);
         }
-        if self.parts.len() == 1 {
+        if self.layouts.parts.len() == 1 {
             return None;
         }
         let mut sq = [0u8; MAX_PIECES];
@@ -349,7 +391,7 @@ impl TableIndex {
     pub fn shifts(&self, slot: u64, squares: &[u8]) -> Shifts<'_> {
         let mut s = Shifts {
             index: self,
-            layout: &self.parts[0].layout,
+            layout: &self.layouts.parts[0].layout,
             part_base: 0,
             slot,
             squares: [0; MAX_PIECES],
@@ -365,14 +407,14 @@ impl TableIndex {
     /// Whether the placement can be set up at all: no two pieces on one point and no two
     /// uncrossed pawns of one side on one file.
     pub fn placement_is_possible(&self, squares: &[u8]) -> bool {
-        self.parts[0].layout.placement_is_possible(squares)
+        self.layouts.parts[0].layout.placement_is_possible(squares)
     }
 
     /// Whether no two uncrossed pawns of one side stand on one file (the part of
     /// [`TableIndex::placement_is_possible`] that is not about shared points).
     #[inline]
     pub fn pawn_files_possible(&self, squares: &[u8]) -> bool {
-        self.parts[0].layout.pawn_files_possible(squares)
+        self.layouts.parts[0].layout.pawn_files_possible(squares)
     }
 
     /// The board of slot `slot` with `side` to move, or `None` when the placement cannot be set
@@ -386,7 +428,7 @@ impl TableIndex {
 
     /// The board of a flat square array, or `None` if the placement cannot be set up.
     pub fn board_of(&self, squares: &[u8], side: Color) -> Option<Board> {
-        self.parts[0].layout.board_of(squares, side)
+        self.layouts.parts[0].layout.board_of(squares, side)
     }
 
     /// Which sides to move make slot `slot` a legal position, `[Red, Black]`: none when the
@@ -407,14 +449,14 @@ impl TableIndex {
         pieces: impl IntoIterator<Item = Piece>,
         rotated: bool,
     ) -> Option<[u8; MAX_PIECES]> {
-        self.parts[0].layout.flat_positions(pieces, rotated)
+        self.layouts.parts[0].layout.flat_positions(pieces, rotated)
     }
 
     /// The flat square array of `board` in this table, whose material must be this table's
     /// (with colours swapped and squares turned by 180 degrees when `rotated`). `None` if the
     /// material differs.
     pub fn squares_of(&self, board: &Board, rotated: bool) -> Option<[u8; MAX_PIECES]> {
-        self.parts[0].layout.squares_of(board, rotated)
+        self.layouts.parts[0].layout.squares_of(board, rotated)
     }
 
     /// The slot of `board` in this table (turned as for [`TableIndex::squares_of`]), or why it
@@ -433,15 +475,19 @@ impl TableIndex {
     /// The table's pawn slices in slot order (one slice of every slot for a table without
     /// pawns). See [`Slice`].
     pub fn slices(&self) -> &[Slice] {
-        &self.slices
+        &self.layouts.slices
     }
 
     /// The slots of slice `i` with the padding after it, up to the next slice: the unit a job
     /// solves and stores (spans of consecutive slices join into runs of whole blocks).
     pub fn slice_span(&self, i: usize) -> SlotRange {
         SlotRange {
-            start: self.slices[i].slots.start,
-            end: self.slices.get(i + 1).map_or(self.size, |s| s.slots.start),
+            start: self.layouts.slices[i].slots.start,
+            end: self
+                .layouts
+                .slices
+                .get(i + 1)
+                .map_or(self.size, |s| s.slots.start),
         }
     }
 
@@ -538,8 +584,8 @@ impl Shifts<'_> {
     #[inline]
     pub fn reload(&mut self, slot: u64, squares: &[u8; MAX_PIECES]) {
         let ix = self.index;
-        if ix.parts.len() > 1 {
-            let part = &ix.parts[ix.part_of(slot)];
+        if ix.layouts.parts.len() > 1 {
+            let part = &ix.layouts.parts[ix.part_of(slot)];
             self.layout = &part.layout;
             self.part_base = part.base;
         }
@@ -558,7 +604,7 @@ impl Shifts<'_> {
             match self.layout.shift_from_base(pos, base, to) {
                 Some(local) => return Some(self.part_base + local),
                 // Off the piece's points, unless a pawn steps into another slice.
-                None if self.index.parts.len() == 1 => return None,
+                None if self.index.layouts.parts.len() == 1 => return None,
                 None => {}
             }
         }
@@ -572,6 +618,23 @@ mod tests {
 
     fn index(name: &str) -> TableIndex {
         TableIndex::new(name.parse().unwrap())
+    }
+
+    #[test]
+    fn indexes_of_one_table_share_their_layouts_while_one_is_alive() {
+        let sig: Signature = "KRPvKP".parse().unwrap();
+        let a = TableIndex::new(sig);
+        let b = TableIndex::new(sig);
+        assert!(Arc::ptr_eq(&a.layouts, &b.layouts));
+        // Under the other scheme, another numbering.
+        let whole = TableIndex::with_scheme(sig, SCHEME_WHOLE).unwrap();
+        assert!(!Arc::ptr_eq(&a.layouts, &whole.layouts));
+        assert_eq!((whole.scheme(), a.scheme()), (SCHEME_WHOLE, SCHEME_SLICED));
+        assert_eq!(a.size(), b.size());
+        // Once none is alive, the next is built anew, the same.
+        let size = a.size();
+        drop((a, b));
+        assert_eq!(TableIndex::new(sig).size(), size);
     }
 
     #[test]
