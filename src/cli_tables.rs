@@ -205,7 +205,9 @@ pub struct VerifyArgs {
 /// Arguments of `xqtb tables`.
 #[derive(Args)]
 pub struct TablesArgs {
-    /// Print one JSON object per table, one per line.
+    /// Print one JSON object per table, one per line (a table of which only some parts are
+    /// stored: `table`, `rules`, `index_size`, `parts`, `slots_stored`, `stored_bytes` and
+    /// `in_parts: true`).
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -446,20 +448,91 @@ fn header_json(h: &TableHeader) -> Json {
     })
 }
 
+/// A table of which some parts (pawn slices solved as jobs of their own) are stored, waiting
+/// for the rest.
+struct InParts {
+    id: TableId,
+    index_size: u64,
+    parts: usize,
+    slots_stored: u64,
+    stored_bytes: u64,
+}
+
+impl InParts {
+    fn list(store: &dyn TableStore) -> Result<Vec<InParts>> {
+        let mut out = Vec::new();
+        for id in store.tables_in_parts()? {
+            let headers = store.part_headers(&id)?;
+            let Some(first) = headers.first() else {
+                continue;
+            };
+            out.push(InParts {
+                id,
+                index_size: first.index_size,
+                parts: headers.len(),
+                slots_stored: headers.iter().map(|h| h.slots.len()).sum(),
+                stored_bytes: headers.iter().map(|h| h.stored_bytes()).sum(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn json(&self) -> Json {
+        json!({
+            "table": self.id.signature.name(),
+            "rules": self.id.rules.name(),
+            "index_size": self.index_size,
+            "parts": self.parts,
+            "slots_stored": self.slots_stored,
+            "stored_bytes": self.stored_bytes,
+            "in_parts": true,
+        })
+    }
+}
+
 /// `xqtb tables`.
 pub fn tables(args: TablesArgs) -> Result<()> {
     let store = args.source.store()?;
     let headers = store.list_tables()?;
+    let in_parts = InParts::list(&*store)?;
     if args.json {
         for h in &headers {
             println!("{}", header_json(h));
         }
+        for p in &in_parts {
+            println!("{}", p.json());
+        }
         return Ok(());
     }
-    if headers.is_empty() {
+    if headers.is_empty() && in_parts.is_empty() {
         println!("no tables in {}", store.describe());
         return Ok(());
     }
+    if headers.is_empty() {
+        println!("no whole tables in {}", store.describe());
+    } else {
+        print_whole_tables(&*store, &headers);
+    }
+    if !in_parts.is_empty() {
+        println!("tables in parts (pawn slices stored, waiting for the rest):");
+        for p in &in_parts {
+            println!(
+                "{:<12} {:<17} {} parts, {} of {} slots ({:.1}%), {} bytes",
+                p.id.signature.name(),
+                p.id.rules.name(),
+                p.parts,
+                p.slots_stored,
+                p.index_size,
+                p.slots_stored as f64 * 100.0 / p.index_size.max(1) as f64,
+                p.stored_bytes
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The table of whole tables of `xqtb tables`.
+fn print_whole_tables(store: &dyn TableStore, headers: &[TableHeader]) {
     println!("tables in {}:", store.describe());
     println!(
         "{:<12} {:>10} {:>38} {:>38} {:>12} {:>7} {:>9}",
@@ -472,7 +545,7 @@ pub fn tables(args: TablesArgs) -> Result<()> {
         "bits/pos"
     );
     let mut total = 0;
-    for h in &headers {
+    for h in headers {
         let legal = h.counts.legal();
         total += h.stored_bytes();
         println!(
@@ -497,5 +570,4 @@ pub fn tables(args: TablesArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    Ok(())
 }

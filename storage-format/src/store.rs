@@ -183,6 +183,12 @@ pub trait TableStore: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// The tables of which some parts are stored, waiting for the rest, ordered by their store
+    /// names ([`store_name`]).
+    fn tables_in_parts(&self) -> Result<Vec<TableId>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// The stored part of table `id` that starts at slot `start`, every block checked against
     /// its header.
     fn load_part(&self, id: &TableId, _start: u64) -> Result<EncodedTable, StoreError> {
@@ -293,6 +299,9 @@ impl<T: TableStore + ?Sized> TableStore for Arc<T> {
     }
     fn part_headers(&self, id: &TableId) -> Result<Vec<TableHeader>, StoreError> {
         (**self).part_headers(id)
+    }
+    fn tables_in_parts(&self) -> Result<Vec<TableId>, StoreError> {
+        (**self).tables_in_parts()
     }
     fn load_part(&self, id: &TableId, start: u64) -> Result<EncodedTable, StoreError> {
         (**self).load_part(id, start)
@@ -825,6 +834,41 @@ impl TableStore for SledStore {
                 Some(next) => from = part_prefix(id, next),
                 None => break,
             }
+        }
+        Ok(out)
+    }
+
+    fn tables_in_parts(&self) -> Result<Vec<TableId>, StoreError> {
+        // One seek per table, past its parts' keys (`p/NAME/` then a part's first slot).
+        let mut out = Vec::new();
+        let mut from = b"p/".to_vec();
+        loop {
+            let Some(kv) = self.tree.range(from..).next() else {
+                break;
+            };
+            let (k, _) = kv.map_err(db_err("using the store"))?;
+            let Some(rest) = k.strip_prefix(b"p/") else {
+                break;
+            };
+            // A store name is a signature, or a rule set's name, `/` and a signature.
+            let name_of = |rest: &[u8]| -> Option<TableId> {
+                let mut segments = rest.splitn(3, |&b| b == b'/');
+                let first = std::str::from_utf8(segments.next()?).ok()?;
+                match first.parse::<RuleSet>() {
+                    Ok(_) => {
+                        let sig = std::str::from_utf8(segments.next()?).ok()?;
+                        parse_store_name(&format!("{first}/{sig}"))
+                    }
+                    Err(_) => parse_store_name(first),
+                }
+            };
+            let id = name_of(rest).ok_or_else(|| {
+                StoreError::UnknownTable(String::from_utf8_lossy(rest).into_owned())
+            })?;
+            out.push(id);
+            from = parts_prefix(&id);
+            // Past every key of this table's parts: `/` is followed by slot bytes up to 0xFF.
+            from.extend_from_slice(&[0xFF; 9]);
         }
         Ok(out)
     }

@@ -581,3 +581,45 @@ fn an_interrupted_write_is_wiped_when_the_store_opens() {
         assert_eq!(tree.scan_prefix(prefix.as_bytes()).count(), 0, "{prefix}");
     }
 }
+
+/// A store lists the tables it holds parts of, under either rule set, and forgets a table once
+/// its parts are assembled.
+#[test]
+fn a_store_lists_the_tables_it_holds_parts_of() {
+    use xqtb_core::RuleSet;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    assert!(store.tables_in_parts().unwrap().is_empty());
+    let mut last = Vec::new();
+    for rules in [RuleSet::Asian, RuleSet::CyclesAreDraws] {
+        let tables = solver::solve_closure_in_memory(&[sig("KRvKP")], rules, |_, _| {}).unwrap();
+        let t = tables.get(&TableId::new(rules, sig("KRvKP"))).unwrap();
+        let index = t.index();
+        let mut parts: Vec<EncodedTable> = (0..index.slices().len())
+            .map(|i| {
+                let span = index.slice_span(i);
+                let codes = Color::ALL
+                    .map(|side| t.codes(side)[span.start as usize..span.end as usize].to_vec());
+                encode_table(&xqtb_core::Table::part(index.clone(), rules, span, codes))
+            })
+            .collect();
+        last.push(parts.pop().unwrap());
+        for p in &parts {
+            assert!(!store.put_part(p).unwrap());
+        }
+        // A whole table is not listed here.
+        store
+            .put_table(&encode_table(
+                tables.get(&TableId::new(rules, sig("KRvK"))).unwrap(),
+            ))
+            .unwrap();
+    }
+    let krvkp = |rules| TableId::new(rules, sig("KRvKP"));
+    // In store-name order: `KRvKP` before `asian/KRvKP`.
+    assert_eq!(
+        store.tables_in_parts().unwrap(),
+        [krvkp(RuleSet::CyclesAreDraws), krvkp(RuleSet::Asian)]
+    );
+    assert!(store.put_part(&last.pop().unwrap()).unwrap());
+    assert_eq!(store.tables_in_parts().unwrap(), [krvkp(RuleSet::Asian)]);
+}
