@@ -1422,8 +1422,9 @@ mod tests {
         assert_eq!(app.status().ready, 1);
     }
 
-    #[test]
-    fn what_a_worker_holds_between_jobs_is_not_counted_as_free_for_a_job() {
+    /// A coordinator over an empty store in a temporary directory (kept while it is held),
+    /// asian by default.
+    fn empty_app() -> (tempfile::TempDir, App) {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SledStore::open(dir.path()).unwrap());
         let app = App::open(
@@ -1433,6 +1434,12 @@ mod tests {
             RuleSet::Asian,
         )
         .unwrap();
+        (dir, app)
+    }
+
+    #[test]
+    fn what_a_worker_holds_between_jobs_is_not_counted_as_free_for_a_job() {
+        let (_dir, app) = empty_app();
         let krk = TableId::new(RuleSet::Asian, "KRvK".parse().unwrap());
         app.submit(&[krk]).unwrap();
         let need = xqtb_core::JobCost::of(&JobKey::whole(krk)).solve_bytes;
@@ -1447,15 +1454,7 @@ mod tests {
 
     #[test]
     fn silent_workers_show_as_lost_and_are_forgotten() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SledStore::open(dir.path()).unwrap());
-        let app = App::open(
-            store,
-            Access::default(),
-            SchedulerConfig::default(),
-            RuleSet::Asian,
-        )
-        .unwrap();
+        let (_dir, app) = empty_app();
         let a = app.register("a", 1, None, "test").worker_id;
         assert_eq!(app.status().workers[0].phase, "idle");
         // Makes `id` look silent for `by` (on a machine up for less than that, the test cannot).

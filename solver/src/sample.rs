@@ -359,6 +359,31 @@ struct Needed<'a> {
     codes: Vec<u16>,
 }
 
+/// The entry numbers `visit` pushes for the entries of `round` (each given a position over
+/// `index`'s slots `job` to load them into), in parallel, sorted and each once.
+fn gather(
+    index: &TableIndex,
+    job: SlotRange,
+    round: &[(Color, u64)],
+    visit: impl Fn(&mut SlotPosition, (Color, u64), &mut Vec<u64>) + Sync,
+) -> Vec<u64> {
+    let mut entries: Vec<u64> = round
+        .par_chunks(ENTRIES_PER_TASK)
+        .flat_map_iter(|chunk| {
+            let pieces = index.piece_list();
+            let mut pos = SlotPosition::new(index, &pieces, job);
+            let mut out = Vec::new();
+            for &entry in chunk {
+                visit(&mut pos, entry, &mut out);
+            }
+            out
+        })
+        .collect();
+    entries.par_sort_unstable();
+    entries.dedup();
+    entries
+}
+
 impl<'a> Needed<'a> {
     /// Gathers the entries the checks of `round` read (exactly those [`verify_slot`] reads)
     /// and reads their codes from `src`, each block decoded once.
@@ -369,30 +394,19 @@ impl<'a> Needed<'a> {
         let index = src.index();
         let job = src.slots();
         let size = job.len();
-        let mut entries: Vec<u64> = round
-            .par_chunks(ENTRIES_PER_TASK)
-            .flat_map_iter(|chunk| {
-                let pieces = index.piece_list();
-                let mut pos = SlotPosition::new(index, &pieces, job);
-                let mut out = Vec::new();
-                for &(side, slot) in chunk {
-                    out.push(number_of(size, (side, slot)));
-                    if !pos.load(slot, side) || pos.board.opponent_in_check() {
-                        continue;
-                    }
-                    let opponent = side.opponent();
-                    let (_, _, slots) = pos.successors(|_| {});
-                    for &q in slots {
-                        if q != LEAVES {
-                            out.push(number_of(size, (opponent, q as u64)));
-                        }
-                    }
+        let entries = gather(index, job, round, |pos, (side, slot), out| {
+            out.push(number_of(size, (side, slot)));
+            if !pos.load(slot, side) || pos.board.opponent_in_check() {
+                return;
+            }
+            let opponent = side.opponent();
+            let (_, _, slots) = pos.successors(|_| {});
+            for &q in slots {
+                if q != LEAVES {
+                    out.push(number_of(size, (opponent, q as u64)));
                 }
-                out
-            })
-            .collect();
-        entries.par_sort_unstable();
-        entries.dedup();
+            }
+        });
         // The entries by block, in order: (side, block, range of `entries`).
         let per_block = src.block_slots().max(1);
         let mut groups: Vec<(Color, u64, std::ops::Range<usize>)> = Vec::new();
@@ -469,35 +483,24 @@ impl<'a> SliceExits<'a> {
         let index = src.index();
         let job = src.slots();
         let size = index.size();
-        let mut entries: Vec<u64> = round
-            .par_chunks(ENTRIES_PER_TASK)
-            .flat_map_iter(|chunk| {
-                let pieces = index.piece_list();
-                let mut pos = SlotPosition::new(index, &pieces, job);
-                let mut out = Vec::new();
-                for &(side, slot) in chunk {
-                    if !pos.load(slot, side) || pos.board.opponent_in_check() {
-                        continue;
-                    }
-                    let opponent = side.opponent();
-                    let (_, moves, slots) = pos.successors(|_| {});
-                    let leaving: Vec<Move> = moves
-                        .iter()
-                        .zip(slots)
-                        .filter(|&(_, &q)| q == LEAVES)
-                        .map(|(&m, _)| m)
-                        .collect();
-                    for m in leaving {
-                        if let Some(t) = pos.quiet_target(m) {
-                            out.push(number_of(size, (opponent, t)));
-                        }
-                    }
+        let entries = gather(index, job, round, |pos, (side, slot), out| {
+            if !pos.load(slot, side) || pos.board.opponent_in_check() {
+                return;
+            }
+            let opponent = side.opponent();
+            let (_, moves, slots) = pos.successors(|_| {});
+            let leaving: Vec<Move> = moves
+                .iter()
+                .zip(slots)
+                .filter(|&(_, &q)| q == LEAVES)
+                .map(|(&m, _)| m)
+                .collect();
+            for m in leaving {
+                if let Some(t) = pos.quiet_target(m) {
+                    out.push(number_of(size, (opponent, t)));
                 }
-                out
-            })
-            .collect();
-        entries.par_sort_unstable();
-        entries.dedup();
+            }
+        });
         // By source and block, in order: (source, side, block, range of `entries`).
         let mut groups: Vec<(usize, Color, u64, std::ops::Range<usize>)> = Vec::new();
         for (i, &e) in entries.iter().enumerate() {
