@@ -53,7 +53,12 @@ const DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY: f64 = 0.2;
 /// mostly: a worker's resident memory grows by some 50 MB over a long run) is not there for the
 /// job.
 pub fn memory_for_jobs(memory_bytes: u64, resident_bytes: u64) -> u64 {
-    memory_bytes.saturating_sub(resident_bytes.saturating_sub(BASE_BYTES))
+    memory_bytes.saturating_sub(held_beyond_base(resident_bytes))
+}
+
+/// What a worker holding `resident_bytes` between jobs holds beyond a fresh worker's base.
+fn held_beyond_base(resident_bytes: u64) -> u64 {
+    resident_bytes.saturating_sub(BASE_BYTES)
 }
 
 /// What one job costs, as estimated before it runs.
@@ -122,6 +127,13 @@ fn rates(rules: RuleSet) -> Rates {
 }
 
 impl JobCost {
+    /// The memory this job needs of a worker that holds `resident_bytes` between jobs, as the
+    /// scheduler matches them ([`memory_for_jobs`]): the estimate and what the worker holds
+    /// beyond the base.
+    pub fn solve_bytes_beside(&self, resident_bytes: u64) -> u64 {
+        self.solve_bytes + held_beyond_base(resident_bytes)
+    }
+
     /// The estimated cost of `key`.
     pub fn of(key: &JobKey) -> JobCost {
         let r = rates(key.table.rules);
@@ -257,6 +269,20 @@ mod tests {
             let ratio = est as f64 / real as f64;
             assert!((0.85..=1.15).contains(&ratio), "{rules}: {est} for {real}");
         }
+    }
+
+    #[test]
+    fn what_a_worker_holds_beyond_the_base_is_taken_from_its_memory() {
+        let c = cost("KRNvKR", RuleSet::Asian);
+        let grown = BASE_BYTES + 40_000_000;
+        assert_eq!(c.solve_bytes_beside(0), c.solve_bytes);
+        assert_eq!(c.solve_bytes_beside(BASE_BYTES), c.solve_bytes);
+        assert_eq!(c.solve_bytes_beside(grown), c.solve_bytes + 40_000_000);
+        // A worker fits the job exactly when the job's need beside what it holds fits.
+        let memory = c.solve_bytes_beside(grown);
+        assert!(memory_for_jobs(memory, grown) >= c.solve_bytes);
+        assert!(memory_for_jobs(memory - 1, grown) < c.solve_bytes);
+        assert_eq!(memory_for_jobs(1000, u64::MAX), 0);
     }
 
     #[test]

@@ -539,8 +539,7 @@ impl JobUsage {
             estimated_cpu_seconds = tenths(estimate.cpu_seconds),
             peak_memory_bytes = peak,
             // As the coordinator matched it with this worker: beside what the worker held.
-            estimated_memory_bytes = estimate.solve_bytes
-                + self.rss_at_start.map_or(0, |r| r.saturating_sub(xqtb_core::BASE_BYTES)),
+            estimated_memory_bytes = estimate.solve_bytes_beside(self.rss_at_start.unwrap_or(0)),
             memory_at_start_bytes = self.rss_at_start,
             "job done"
         );
