@@ -248,14 +248,8 @@ impl TableIndex {
     /// Slots per side to move of `sig`, remembered after the first call (for planning and
     /// status reports, where building the index each time would be wasteful).
     pub fn size_of(sig: &Signature) -> u64 {
-        static SIZES: OnceLock<Mutex<HashMap<Signature, u64>>> = OnceLock::new();
-        let sizes = SIZES.get_or_init(Default::default);
-        if let Some(&n) = sizes.lock().expect("size cache").get(sig) {
-            return n;
-        }
-        let n = TableIndex::new(*sig).size();
-        sizes.lock().expect("size cache").insert(*sig, n);
-        n
+        // The end of the last slice's span: one index built per table for both questions.
+        Self::slices_of(sig).last().map_or(0, |(_, span)| span.end)
     }
 
     /// The slices of `sig` with their spans ([`TableIndex::slice_span`]), remembered after the
