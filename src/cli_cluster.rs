@@ -745,9 +745,14 @@ fn print_status(s: &StatusResponse, every_slice: bool) {
         }
     }
     for w in &s.workers {
-        let memory = match w.memory_bytes {
-            0 => String::new(),
-            m => format!(", {}", coordinator::human_bytes(m)),
+        let memory = match (w.memory_bytes, w.resident_bytes) {
+            (0, _) => String::new(),
+            (m, 0) => format!(", {}", coordinator::human_bytes(m)),
+            (m, r) => format!(
+                ", {}, holds {} between jobs",
+                coordinator::human_bytes(m),
+                coordinator::human_bytes(r)
+            ),
         };
         println!(
             "  worker {} ({} threads{memory}): {} {:.0}% {}, seen {} ms ago",

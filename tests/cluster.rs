@@ -914,6 +914,11 @@ fn a_worker_gets_only_the_jobs_its_memory_can_hold() {
     );
     let small = s.workers.iter().find(|w| w.name == "small").unwrap();
     assert_eq!(small.memory_bytes, small_need);
+    // It says what it holds between jobs (a worker process: some megabytes).
+    assert!(
+        (1_000_000..1_000_000_000).contains(&small.resident_bytes),
+        "{small:?}"
+    );
     // It stays unleased while only the small worker is there.
     std::thread::sleep(Duration::from_secs(2));
     let s = rt.block_on(wait_until(port, "status", Duration::from_secs(10), |_| {

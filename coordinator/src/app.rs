@@ -247,6 +247,8 @@ struct WorkerInfo {
     threads: u32,
     /// Memory it can give one job, `None` when it did not say.
     memory_bytes: Option<u64>,
+    /// What it held between jobs at its last lease request, `None` when it did not say.
+    resident_bytes: Option<u64>,
     last_seen: Instant,
     lease: Option<String>,
     progress: f64,
@@ -412,6 +414,8 @@ pub struct WorkerReport {
     pub threads: u32,
     /// Memory it can give one job, `None` when it did not say.
     pub memory_bytes: Option<u64>,
+    /// What it held between jobs at its last lease request, `None` when it did not say.
+    pub resident_bytes: Option<u64>,
     /// The job it holds.
     pub current_job: Option<JobKey>,
     /// Progress of that job (0..1).
@@ -671,6 +675,7 @@ impl App {
                 name: name.into(),
                 threads,
                 memory_bytes,
+                resident_bytes: None,
                 last_seen: Instant::now(),
                 lease: None,
                 progress: 0.0,
@@ -701,8 +706,11 @@ impl App {
             .workers
             .lock()
             .expect("workers lock")
-            .get(worker)
-            .and_then(|w| w.memory_bytes)
+            .get_mut(worker)
+            .and_then(|w| {
+                w.resident_bytes = (resident_bytes > 0).then_some(resident_bytes);
+                w.memory_bytes
+            })
             .map(|m| xqtb_core::memory_for_jobs(m, resident_bytes));
         let (grant, all_done) = self.change(|s| {
             let (grant, changed) = s.lease(worker, memory, now_ms());
@@ -1231,6 +1239,7 @@ impl App {
                 name: w.name.clone(),
                 threads: w.threads,
                 memory_bytes: w.memory_bytes,
+                resident_bytes: w.resident_bytes,
                 current_job: w.lease.as_deref().and_then(|l| s.leased_job(l)),
                 progress: w.progress,
                 phase: if w.quarantined.is_some() {

@@ -369,6 +369,7 @@ fn worker_status(w: &WorkerReport) -> WorkerStatus {
         phase: w.phase.clone(),
         last_seen_ms_ago: w.last_seen_ms_ago,
         memory_bytes: w.memory_bytes.unwrap_or(0),
+        resident_bytes: w.resident_bytes.unwrap_or(0),
     }
 }
 
