@@ -29,7 +29,7 @@ use crate::verify::{Codes, Local, VerifyError, verify_slot};
 use crate::verify_rules::EntrySet;
 use rayon::prelude::*;
 use thiserror::Error;
-use xiangqi::{Board, Color, Move};
+use xiangqi::{Board, Color};
 use xqtb_core::{
     Orientation, Probe, ProbeError, RuleSet, SlotRange, Table, TableCounts, TableId, TableIndex,
     Value,
@@ -488,14 +488,9 @@ impl<'a> SliceExits<'a> {
                 return;
             }
             let opponent = side.opponent();
-            let (_, moves, slots) = pos.successors(|_| {});
-            let leaving: Vec<Move> = moves
-                .iter()
-                .zip(slots)
-                .filter(|&(_, &q)| q == LEAVES)
-                .map(|(&m, _)| m)
-                .collect();
-            for m in leaving {
+            pos.successors(|_| {});
+            let (moves, slots) = pos.last_successors();
+            for (&m, _) in moves.iter().zip(slots).filter(|&(_, &q)| q == LEAVES) {
                 if let Some(t) = pos.quiet_target(m) {
                     out.push(number_of(size, (opponent, t)));
                 }
@@ -520,7 +515,6 @@ impl<'a> SliceExits<'a> {
                 _ => groups.push((s, side, block, i..i + 1)),
             }
         }
-        let mut codes = vec![Value::ILLEGAL_CODE; entries.len()];
         let filled: Vec<(std::ops::Range<usize>, Vec<u16>)> = groups
             .par_iter()
             .map(|(s, side, block, range)| {
@@ -553,23 +547,17 @@ impl<'a> SliceExits<'a> {
                 Ok((range.clone(), values))
             })
             .collect::<Result<_, SampleError>>()?;
-        let mut held = vec![false; entries.len()];
+        // Only the entries a slice given holds, in order (the groups are); the rest are left to
+        // `deps`.
+        let (mut held, mut codes) = (Vec::new(), Vec::new());
         for (range, values) in filled {
-            codes[range.clone()].copy_from_slice(&values);
-            held[range].iter_mut().for_each(|h| *h = true);
+            held.extend_from_slice(&entries[range]);
+            codes.extend(values);
         }
-        // Entries no slice given holds are left to `deps`.
-        let (entries, codes): (Vec<u64>, Vec<u16>) = entries
-            .into_iter()
-            .zip(codes)
-            .zip(held)
-            .filter(|&(_, h)| h)
-            .map(|(ec, _)| ec)
-            .unzip();
         Ok(SliceExits {
             index,
             table: TableId::new(src.rules(), index.signature()),
-            entries,
+            entries: held,
             codes,
             deps,
         })
