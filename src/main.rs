@@ -109,6 +109,26 @@ fn return_freed_memory() {
     }
 }
 
+/// A server's many threads (a blocking thread per concurrent request) each get a glibc arena
+/// of their own, up to eight per core, and an arena keeps pages that hold a few live bytes
+/// among freed ones, which `malloc_trim` cannot return. In the soak test (200 clients) the
+/// coordinator held 10 MB more after committing KRNvKR with the default, 5 MB more with two
+/// arenas (`MALLOC_ARENA_MAX=2`), at the same latency. Only the servers: a solver's threads
+/// allocate little and in large blocks.
+fn few_arenas_for_servers(command: &Command) {
+    let server = matches!(command, Command::Coordinator(_) | Command::Serve(_));
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if server {
+        // SAFETY: mallopt only changes allocator parameters; it is called before any thread
+        // starts.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = server;
+}
+
 /// Runs the command; a failure is printed as one message with its causes, never with a
 /// backtrace (also when `RUST_BACKTRACE` is set), and exits with status 1 (clap exits with 2 for
 /// usage errors).
@@ -153,6 +173,7 @@ fn run() -> Result<()> {
     return_freed_memory();
     let cli = Cli::parse();
     quiet_on_closed_pipe(&cli.command);
+    few_arenas_for_servers(&cli.command);
     let default_level = match cli.command {
         Command::Coordinator(_) | Command::Worker(_) | Command::Serve(_) => "info",
         _ => "warn",

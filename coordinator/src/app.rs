@@ -863,6 +863,10 @@ impl App {
         drop(s);
         self.release_worker(lease_id);
         self.update_gauges();
+        // The upload's blocks, and the pages the store let go of after writing them, are free
+        // now: hand them back rather than keep them in the allocator's arenas.
+        drop(table);
+        release_freed_memory();
         metrics::counter!("xqtb_uploads_total", "result" => "accepted").increment(1);
         metrics::counter!("xqtb_upload_bytes_total").increment(bytes.len() as u64);
         tracing::info!(lease = lease_id, job = %key, bytes = bytes.len(), "table committed");
@@ -1123,6 +1127,10 @@ impl App {
         let mut last = self.last_trim.lock().expect("trim lock");
         if last.elapsed() >= TRIM_INTERVAL {
             *last = Instant::now();
+            // Pages probes read stay in sled's cache until it is swept (see the store).
+            if let Err(e) = self.store.sweep_page_cache() {
+                tracing::warn!(error = %e, "sweeping the store's page cache");
+            }
             release_freed_memory();
         }
         Ok(expired.len())
@@ -1333,7 +1341,8 @@ pub fn human_bytes(n: u64) -> String {
 /// How long a worker may stay silent before a new registration forgets it.
 const FORGET_SILENT_WORKERS: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// How often the tick returns freed memory to the operating system.
+/// How often the tick sweeps the store's page cache and returns freed memory to the operating
+/// system.
 const TRIM_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Returns the memory freed so far to the operating system, where the allocator can.

@@ -416,6 +416,7 @@ pub struct SledStore {
     db: sled::Db,
     tree: sled::Tree,
     dir: PathBuf,
+    sweep: Arc<PageSweep>,
 }
 
 impl std::fmt::Debug for SledStore {
@@ -427,11 +428,79 @@ impl std::fmt::Debug for SledStore {
 /// sled's own page cache. Decompressed blocks are cached by the prober, so this one only needs
 /// to hold sled's tree: at 64 MiB a coordinator's memory grew by that much over the first tables
 /// it committed and stayed there (the soak test in `tests/soak.rs` measures it). sled applies
-/// the bound lazily: its LRU has 256 shards that each account for accesses in batches of 64, so
-/// until about 16,000 page accesses have been made the pages written (a committed table's
-/// blocks) all stay in memory (heaptrack in the soak: 9 MB for KRNvKR's blocks). 4 MiB instead
-/// of 16 changed nothing measurable there.
-const SLED_CACHE_BYTES: u64 = 16 << 20;
+/// the bound lazily, and not to what was written; [`PageSweep`] makes it apply it. Each of
+/// sled's 256 LRU shards gets a 256th of it, and a shard keeps pages up to its share: at 16 MiB
+/// (64 kB a shard) one leaf of a table's blocks (up to 17 blocks of about 3 kB) fitted in most
+/// shards, and half of KRNvKR's blocks stayed in memory after sweeps; at 4 MiB none did.
+const SLED_CACHE_BYTES: u64 = 4 << 20;
+
+/// Keys of the [`PageSweep`] tree (4 bytes each, empty values), and how often each is read per sweep. Measured
+/// with sled 0.34.7 alone (ten-megabyte tables of 5.5-kB values written one after another,
+/// RSS after each): 8,192 keys read 4 times brought the memory back to within 3 MB of where it
+/// was before the first table (8 tables: 6.5 -> 9 MB, against 6.5 -> 47 MB without), in 13 ms;
+/// half the reads left twice as much.
+const SWEEP_KEYS: u32 = 8192;
+const SWEEP_PASSES: usize = 4;
+
+/// Sweep after this many blocks (and removals) have been written since the last sweep.
+const SWEEP_AFTER_WRITES: usize = 256;
+
+/// Makes sled evict the pages it holds beyond its cache capacity.
+///
+/// sled (0.34.7, `lru.rs`) accounts a page access only when 64 accesses have queued in the same
+/// one of its 256 LRU shards (by page id), and evicts only when accounting; a shard never evicts
+/// its last page. A table written keeps every page it wrote in memory until then: each shard sees
+/// a handful of accesses from one table, so a coordinator's memory grew by about a table's size
+/// with each of its first tables committed, and levelled off only some 40 MB higher, whatever
+/// `cache_capacity` said. A sweep reads a tree of many tiny keys (pages in every shard) often
+/// enough that every shard accounts its queue: the tables' large pages, older, are evicted, and
+/// each shard's last page is a tiny one.
+struct PageSweep {
+    tree: sled::Tree,
+    /// Blocks and removals written since the last sweep.
+    written: std::sync::atomic::AtomicUsize,
+}
+
+impl PageSweep {
+    fn open(db: &sled::Db) -> Result<PageSweep, StoreError> {
+        let tree = db
+            .open_tree("xqtb-page-sweep")
+            .map_err(db_err("opening the page sweep tree"))?;
+        if tree.len() != SWEEP_KEYS as usize {
+            let mut batch = sled::Batch::default();
+            for k in 0..SWEEP_KEYS {
+                batch.insert(&k.to_be_bytes()[..], &[][..]);
+            }
+            tree.apply_batch(batch)
+                .map_err(db_err("filling the page sweep tree"))?;
+        }
+        Ok(PageSweep {
+            tree,
+            written: Default::default(),
+        })
+    }
+
+    /// Notes `n` writes; sweeps when enough have been made since the last sweep.
+    fn wrote(&self, n: usize) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.written.fetch_add(n, Relaxed) + n >= SWEEP_AFTER_WRITES {
+            self.written.store(0, Relaxed);
+            self.sweep()?;
+        }
+        Ok(())
+    }
+
+    fn sweep(&self) -> Result<(), StoreError> {
+        for _ in 0..SWEEP_PASSES {
+            for k in 0..SWEEP_KEYS {
+                self.tree
+                    .get(k.to_be_bytes())
+                    .map_err(db_err("sweeping the page cache"))?;
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Blocks (and removals) per sled batch when a table or part is written (see [`SledStore`]).
 pub const BATCH_BLOCKS: usize = 256;
@@ -439,16 +508,21 @@ pub const BATCH_BLOCKS: usize = 256;
 /// Writes and removals applied in sled batches of at most [`BATCH_BLOCKS`] operations.
 struct Batches<'a> {
     tree: &'a sled::Tree,
+    sweep: &'a PageSweep,
     batch: sled::Batch,
     pending: usize,
+    /// Operations applied so far.
+    applied: usize,
 }
 
 impl<'a> Batches<'a> {
-    fn new(tree: &'a sled::Tree) -> Batches<'a> {
+    fn new(store: &'a SledStore) -> Batches<'a> {
         Batches {
-            tree,
+            tree: &store.tree,
+            sweep: &store.sweep,
             batch: sled::Batch::default(),
             pending: 0,
+            applied: 0,
         }
     }
 
@@ -488,20 +562,22 @@ impl<'a> Batches<'a> {
             self.tree
                 .apply_batch(std::mem::take(&mut self.batch))
                 .map_err(db_err("using the store"))?;
+            self.applied += self.pending;
             self.pending = 0;
         }
         Ok(())
     }
 
     /// Applies `last` (whatever is pending first, so that `last` lands on its own, in one
-    /// batch) and flushes the tree to disk.
+    /// batch) and flushes the tree to disk; then lets the page cache shed what was written
+    /// (see [`PageSweep`]).
     fn finish(mut self, last: sled::Batch) -> Result<(), StoreError> {
         self.apply()?;
         self.tree
             .apply_batch(last)
             .map_err(db_err("using the store"))?;
         self.tree.flush().map_err(db_err("using the store"))?;
-        Ok(())
+        self.sweep.wrote(self.applied + 1)
     }
 }
 
@@ -548,7 +624,13 @@ impl SledStore {
         let tree = db
             .open_tree("xqtb-tables")
             .map_err(db_err("opening the table tree"))?;
-        let store = SledStore { db, tree, dir };
+        let sweep = Arc::new(PageSweep::open(&db)?);
+        let store = SledStore {
+            db,
+            tree,
+            dir,
+            sweep,
+        };
         store.wipe_interrupted_writes()?;
         Ok(store)
     }
@@ -569,13 +651,20 @@ impl SledStore {
                 store = %self.dir.display(),
                 "removing a table write that was cut short"
             );
-            let mut w = Batches::new(&self.tree);
+            let mut w = Batches::new(self);
             w.remove_prefix(prefix)?;
             let mut last = sled::Batch::default();
             last.remove(marker.clone());
             w.finish(last)?;
         }
         Ok(markers.len())
+    }
+
+    /// Lets sled's page cache evict what it holds beyond its capacity (pages read since the
+    /// last sweep, as a server's probes read blocks); writes do this themselves. Takes about
+    /// 13 ms.
+    pub fn sweep_page_cache(&self) -> Result<(), StoreError> {
+        self.sweep.sweep()
     }
 
     /// The directory of the store.
@@ -659,7 +748,7 @@ impl SledStore {
     /// Starts writing table `id` whole: its header and dictionary removed (a table it replaces
     /// is missing from here on), a marker set, and the blocks of an earlier version removed.
     fn begin_table(&self, id: &TableId) -> Result<Batches<'_>, StoreError> {
-        let mut w = Batches::new(&self.tree);
+        let mut w = Batches::new(self);
         w.insert(marker_key(&blocks_prefix(id)), &[][..])?;
         w.remove(header_key(id))?;
         w.remove(dictionary_key(id))?;
@@ -729,7 +818,7 @@ impl SledStore {
         }
         last.insert(marker_key(&parts_prefix(id)), &[][..]);
         self.end_table(w, id, &header, None, last)?;
-        let mut w = Batches::new(&self.tree);
+        let mut w = Batches::new(self);
         w.remove_prefix(&parts_prefix(id))?;
         let mut last = sled::Batch::default();
         last.remove(marker_key(&parts_prefix(id)));
@@ -774,7 +863,7 @@ impl TableStore for SledStore {
         }
         let start = h.slots.start;
         // A part's header last, as a table's: the part is stored once its header is.
-        let mut w = Batches::new(&self.tree);
+        let mut w = Batches::new(self);
         w.insert(marker_key(&part_prefix(id, start)), &[][..])?;
         w.remove(part_header_key(id, start))?;
         w.apply()?;
