@@ -434,13 +434,13 @@ impl std::fmt::Debug for SledStore {
 /// shards, and half of KRNvKR's blocks stayed in memory after sweeps; at 4 MiB none did.
 const SLED_CACHE_BYTES: u64 = 4 << 20;
 
-/// Keys of the [`PageSweep`] tree (4 bytes each, empty values), and how often each is read per sweep. Measured
-/// with sled 0.34.7 alone (ten-megabyte tables of 5.5-kB values written one after another,
-/// RSS after each): 8,192 keys read 4 times brought the memory back to within 3 MB of where it
-/// was before the first table (8 tables: 6.5 -> 9 MB, against 6.5 -> 47 MB without), in 13 ms;
-/// half the reads left twice as much.
-const SWEEP_KEYS: u32 = 8192;
-const SWEEP_PASSES: usize = 4;
+/// Keys of the [`PageSweep`] tree (4 bytes each, empty values), and how often each is read per
+/// sweep. Measured with sled 0.34.7 alone (eight ten-megabyte tables of 5.5-kB values written
+/// one after another, RSS after each): 4,096 keys read 8 times, or 8,192 read 4 times, brought
+/// the memory back to within 3 MB of where it was before the first table (6.5 -> 9.1 MB,
+/// against 6.5 -> 47 MB without), in 10 ms; half the reads left twice as much.
+const SWEEP_KEYS: u32 = 4096;
+const SWEEP_PASSES: usize = 8;
 
 /// Sweep after this many blocks (and removals) have been written since the last sweep.
 const SWEEP_AFTER_WRITES: usize = 256;
@@ -456,28 +456,45 @@ const SWEEP_AFTER_WRITES: usize = 256;
 /// enough that every shard accounts its queue: the tables' large pages, older, are evicted, and
 /// each shard's last page is a tiny one.
 struct PageSweep {
-    tree: sled::Tree,
+    db: sled::Db,
+    /// The tree of tiny keys, made at the first sweep (making it costs a process about 4 MB
+    /// of heap, which a solve from nothing would otherwise carry into its peak).
+    tree: std::sync::Mutex<Option<sled::Tree>>,
     /// Blocks and removals written since the last sweep.
     written: std::sync::atomic::AtomicUsize,
 }
 
 impl PageSweep {
-    fn open(db: &sled::Db) -> Result<PageSweep, StoreError> {
-        let tree = db
+    fn new(db: &sled::Db) -> PageSweep {
+        PageSweep {
+            db: db.clone(),
+            tree: Default::default(),
+            written: Default::default(),
+        }
+    }
+
+    /// The sweep tree, filled.
+    fn tree(&self) -> Result<sled::Tree, StoreError> {
+        let mut slot = self.tree.lock().expect("page sweep lock");
+        if let Some(t) = slot.as_ref() {
+            return Ok(t.clone());
+        }
+        let tree = self
+            .db
             .open_tree("xqtb-page-sweep")
             .map_err(db_err("opening the page sweep tree"))?;
         if tree.len() != SWEEP_KEYS as usize {
-            let mut batch = sled::Batch::default();
-            for k in 0..SWEEP_KEYS {
-                batch.insert(&k.to_be_bytes()[..], &[][..]);
+            for first in (0..SWEEP_KEYS).step_by(BATCH_BLOCKS) {
+                let mut batch = sled::Batch::default();
+                for k in first..(first + BATCH_BLOCKS as u32).min(SWEEP_KEYS) {
+                    batch.insert(&k.to_be_bytes()[..], &[][..]);
+                }
+                tree.apply_batch(batch)
+                    .map_err(db_err("filling the page sweep tree"))?;
             }
-            tree.apply_batch(batch)
-                .map_err(db_err("filling the page sweep tree"))?;
         }
-        Ok(PageSweep {
-            tree,
-            written: Default::default(),
-        })
+        *slot = Some(tree.clone());
+        Ok(tree)
     }
 
     /// Notes `n` writes; sweeps when enough have been made since the last sweep.
@@ -491,10 +508,10 @@ impl PageSweep {
     }
 
     fn sweep(&self) -> Result<(), StoreError> {
+        let tree = self.tree()?;
         for _ in 0..SWEEP_PASSES {
             for k in 0..SWEEP_KEYS {
-                self.tree
-                    .get(k.to_be_bytes())
+                tree.get(k.to_be_bytes())
                     .map_err(db_err("sweeping the page cache"))?;
             }
         }
@@ -624,7 +641,7 @@ impl SledStore {
         let tree = db
             .open_tree("xqtb-tables")
             .map_err(db_err("opening the table tree"))?;
-        let sweep = Arc::new(PageSweep::open(&db)?);
+        let sweep = Arc::new(PageSweep::new(&db));
         let store = SledStore {
             db,
             tree,
