@@ -29,7 +29,7 @@ mod search;
 
 use crate::CHUNK_SLOTS;
 use crate::capture::ExitValues;
-use crate::position::{LEAVES, SlotPosition, prefetch};
+use crate::position::SlotPosition;
 use crate::solve::{Progress, SolveError, Solver, capture_holds, is_unresolved};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -216,22 +216,25 @@ impl<'a> Phase<'a> {
     fn forced(&self, pos: &mut SlotPosition) -> bool {
         let side = pos.board.side_to_move();
         let them = self.states(side.opponent());
-        let (board, moves, slots) = pos.successors(|q| prefetch(&them[q]));
+        // Slots are computed one by one: most positions have an idle move into an undecided
+        // position among their first few, so computing every successor first does not pay.
+        let mut moves = MoveList::new();
+        pos.board.pseudo_moves(&mut moves);
+        let mut open = [0usize; xiangqi::MAX_MOVES];
+        let mut n = 0;
         let mut checks = true;
         let mut chased = !0u128;
         let mut classifier: Option<Classifier> = None;
-        for (i, &m) in moves.iter().enumerate() {
-            if slots[i] == LEAVES {
-                continue;
-            }
-            match them[slots[i]].load(Relaxed) {
+        for &m in moves.iter() {
+            let Some(q) = pos.stays(m) else { continue };
+            match them[q].load(Relaxed) {
                 Value::ILLEGAL_CODE => continue,
                 c if is_undecided(c) => {}
                 // Decided successors are wins for the opponent, or this would be decided.
                 _ => continue,
             }
             match classifier
-                .get_or_insert_with(|| Classifier::new(board))
+                .get_or_insert_with(|| Classifier::new(&pos.board))
                 .class(m)
             {
                 MoveClass::Check => chased = 0,
@@ -244,19 +247,19 @@ impl<'a> Phase<'a> {
             if !checks && chased == 0 {
                 return false;
             }
+            open[n] = q;
+            n += 1;
         }
         // A position without a move into an undecided one would be decided.
-        if classifier.is_none() {
+        if n == 0 {
             return false;
         }
         // Forced: its moves into undecided positions lead to positions of the winner role.
-        for &q in slots {
-            if q != LEAVES {
-                let a = &them[q];
-                let c = a.load(Relaxed);
-                if is_undecided(c) && c & ROLE_WINNER == 0 {
-                    a.fetch_or(ROLE_WINNER, Relaxed);
-                }
+        for &q in &open[..n] {
+            let a = &them[q];
+            let c = a.load(Relaxed);
+            if is_undecided(c) && c & ROLE_WINNER == 0 {
+                a.fetch_or(ROLE_WINNER, Relaxed);
             }
         }
         true
