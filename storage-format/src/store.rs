@@ -594,7 +594,11 @@ impl<'a> Batches<'a> {
             .apply_batch(last)
             .map_err(db_err("using the store"))?;
         self.tree.flush().map_err(db_err("using the store"))?;
-        self.sweep.wrote(self.applied + 1)
+        // What was written is on disk: a failed sweep only leaves memory to a later one.
+        if let Err(e) = self.sweep.wrote(self.applied + 1) {
+            tracing::warn!(error = %e, "sweeping the store's page cache");
+        }
+        Ok(())
     }
 }
 
