@@ -19,7 +19,7 @@
 //! Rounds stop when one finds no trap; what is left is a draw.
 //!
 //! Memory: the phase keeps its bookkeeping in the two-byte states themselves (an undecided
-//! state has nine flag bits), and builds explicit graphs only for one batch of connected
+//! state has ten flag bits), and builds explicit graphs only for one batch of connected
 //! components of the trap graph at a time. Every step is a fixed point or a level of a
 //! breadth-first propagation whose writes do not depend on their order, so the result is the
 //! same bit for bit for any thread count.
@@ -56,15 +56,21 @@ const FORCED: u16 = 1 << 3;
 const OFFENDER: u16 = 1 << 4;
 /// In the trap search: may be a position of the winner inside a trap.
 const WINNER: u16 = 1 << 5;
-/// In the trap search: lost [`WINNER`] in the last wave (its predecessors are to be looked at).
-const GONE_WINNER: u16 = 1 << 6;
-/// In the trap search: lost [`OFFENDER`] in the last wave.
-const GONE_OFFENDER: u16 = 1 << 7;
+/// In the trap search's safety pass: gained (while roles are given back) or lost (while they
+/// are taken) [`WINNER`] in the last wave, so its predecessors are to be looked at.
+const WAVE_WINNER: u16 = 1 << 6;
+/// In the trap search's safety pass: gained or lost [`OFFENDER`] in the last wave.
+const WAVE_OFFENDER: u16 = 1 << 7;
 /// Some quiet move leads here from a position marked [`FORCED`], set when that one is marked:
 /// the trap search's winner role without a pass over every forced position's moves in every
 /// round. It may outlast that position (decided later), which the search checks for.
 const ROLE_WINNER: u16 = 1 << 8;
-const FLAGS: u16 = 0x1FF;
+/// In the trap search's safety pass: given a role back this round, so whether it keeps it is
+/// to be checked.
+const REVIVED: u16 = 1 << 9;
+const FLAGS: u16 = 0x3FF;
+// Undecided states, whatever their flags, are no value and not the illegal code.
+const _: () = assert!(UNDECIDED & FLAGS == 0 && (UNDECIDED | FLAGS) < Value::ILLEGAL_CODE);
 
 /// Whether a state is undecided (whatever its flags).
 #[inline]
@@ -80,8 +86,10 @@ struct Phase<'a> {
     solver: &'a Solver<'a>,
     /// The values of the moves that leave the job (captures and exits).
     exits: ExitValues<'a>,
-    /// Per chunk (as [`Solver::chunk_of`]): holds a [`GONE_WINNER`], a [`GONE_OFFENDER`] entry.
-    gone: [Vec<std::sync::atomic::AtomicBool>; 2],
+    /// Per chunk (as [`Solver::chunk_of`]): holds a [`WAVE_WINNER`], a [`WAVE_OFFENDER`] entry.
+    waves: [Vec<std::sync::atomic::AtomicBool>; 2],
+    /// Per chunk: holds a [`REVIVED`] entry.
+    revived: Vec<std::sync::atomic::AtomicBool>,
 }
 
 /// A position's best value for its side to move over the moves whose value is known, and
@@ -212,8 +220,10 @@ impl<'a> Phase<'a> {
     /// losing) is forced to offend: every legal move in the job into an undecided position is a
     /// check, or
     /// every one chases one and the same piece, and every other move loses. When it is, the
-    /// positions those moves lead to get [`ROLE_WINNER`].
-    fn forced(&self, pos: &mut SlotPosition) -> bool {
+    /// positions those moves lead to get [`ROLE_WINNER`]; with `revive` (rounds after the
+    /// first, whose trap search keeps the last round's roles) a position that gets it is given
+    /// the winner role of the search too ([`search::revive`]).
+    fn forced(&self, pos: &mut SlotPosition, revive: bool) -> bool {
         let side = pos.board.side_to_move();
         let them = self.states(side.opponent());
         // Slots are computed one by one: most positions have an idle move into an undecided
@@ -260,6 +270,9 @@ impl<'a> Phase<'a> {
             let c = a.load(Relaxed);
             if is_undecided(c) && c & ROLE_WINNER == 0 {
                 a.fetch_or(ROLE_WINNER, Relaxed);
+                if revive {
+                    search::revive(self, side.opponent(), q as u64, WINNER);
+                }
             }
         }
         true
@@ -279,7 +292,7 @@ impl<'a> Phase<'a> {
                 if c & FORCED == 0
                     && (all || c & TOUCHED != 0)
                     && pos.load(slot, side)
-                    && self.forced(pos)
+                    && self.forced(pos, !all)
                 {
                     states[slot as usize].fetch_or(FORCED, Relaxed);
                     n += 1;
@@ -438,7 +451,8 @@ pub(crate) fn decide(
     let phase = Phase {
         solver,
         exits: ExitValues::new(index, solver.rules, deps),
-        gone: [flags(), flags()],
+        waves: [flags(), flags()],
+        revived: flags(),
     };
     let mut total = 0u64;
     if exits {

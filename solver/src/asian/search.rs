@@ -6,6 +6,11 @@
 //!    offender position stays when all its moves into undecided positions lead to winner
 //!    positions that stay, a winner position stays when one of its moves leads to an offender
 //!    position that stays. Killed positions wake their predecessors (un-moves), wave by wave.
+//!    After the first round the pass starts from the last round's fixed point, less what was
+//!    decided since: a position outside it can only be in the new one if its moves changed
+//!    (touched), it got its role this round, or it has a move into such a position that was
+//!    outside too (by induction: otherwise it would have been in the last one). Those get
+//!    their roles back, wave by wave backwards, and are checked before the kills propagate.
 //! 3. *Components.* What stays forms the trap graph; it falls apart into connected components
 //!    (lock-free union-find, every root the smallest node of its component). A component none
 //!    of whose positions was touched since the last round is skipped: its positions and moves
@@ -15,8 +20,8 @@
 //!    engine's traps are written as this round's terminals.
 
 use super::{
-    FORCED, GONE_OFFENDER, GONE_WINNER, OFFENDER, Phase, Pos, ROLE_WINNER, TOUCHED, WINNER,
-    is_undecided, rule_value,
+    FORCED, OFFENDER, Phase, Pos, REVIVED, ROLE_WINNER, TOUCHED, WAVE_OFFENDER, WAVE_WINNER,
+    WINNER, is_undecided, rule_value,
 };
 use crate::position::{LEAVES, SlotPosition, prefetch};
 use crate::rules::{Edge, Game, Label, SLOTS, Target, traps};
@@ -220,10 +225,22 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
     let s = phase.solver;
     let size = s.len();
     let t0 = std::time::Instant::now();
-    mark_roles(phase);
-    keep_safe(phase);
-    if !all {
-        // In the first round every winner role was given in this round's marking.
+    let fresh = all || touched_many(phase);
+    if fresh {
+        if !all {
+            forget_roles(phase);
+        }
+        mark_roles(phase);
+    } else {
+        revive_touched(phase);
+        revive_backwards(phase);
+    }
+    keep_safe(phase, fresh);
+    if fresh && !all {
+        // Every winner role was given afresh: take it from those left without a forced
+        // position leading there (in the first round every one has one). Kept from the last
+        // round, such a position may stay a node: no offender position leads there, so no
+        // trap runs through it and nobody's safety depends on it.
         drop_stale_winners(phase);
     }
     let nodes = NodeSet::of(phase, OFFENDER | WINNER);
@@ -317,9 +334,11 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
             terminals += list.len() as u64;
         }
     }
-    phase.clear(OFFENDER | WINNER | TOUCHED);
+    // The roles that stayed are the next round's start (see the module documentation).
+    phase.clear(TOUCHED);
     tracing::debug!(
         round,
+        fresh,
         nodes = nodes.len,
         searched,
         batches = batches.len(),
@@ -381,34 +400,184 @@ fn reaches_offender(phase: &Phase, pos: &mut SlotPosition) -> bool {
     any
 }
 
-/// The safety fixed point (see the module documentation), wave by wave: the positions that lost
-/// a role in the last wave carry a `GONE_` flag, and the chunks holding them a mark.
-fn keep_safe(phase: &Phase) {
+/// Whether more than a quarter of the positions with a role in the trap graph (forced to offend,
+/// or led to from such a position) were touched since the last round: giving them their roles
+/// back and checking them then costs about as much as finding the fixed point afresh (KRNvKR:
+/// 0.56 against 0.60 s at a quarter, rounds 2 and 3 about twice as much as afresh above it,
+/// the last rounds a fifth of it or less).
+fn touched_many(phase: &Phase) -> bool {
+    let (touched, roles) = Color::ALL
+        .par_iter()
+        .map(|&side| {
+            phase
+                .states(side)
+                .par_iter()
+                .map(|a| {
+                    let c = a.load(Relaxed);
+                    if !is_undecided(c) {
+                        return (0u64, 0u64);
+                    }
+                    let touched = c & TOUCHED != 0 && c & (FORCED | ROLE_WINNER) != 0;
+                    (touched as u64, (c & (FORCED | ROLE_WINNER) != 0) as u64)
+                })
+                .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    4 * touched > roles
+}
+
+/// Takes every role of the trap search (and what was given back this round), to find the fixed
+/// point afresh.
+fn forget_roles(phase: &Phase) {
+    phase.clear(OFFENDER | WINNER | REVIVED | WAVE_WINNER | WAVE_OFFENDER);
+    for marks in phase.waves.iter().chain([&phase.revived]) {
+        marks.par_iter().for_each(|m| m.store(false, Relaxed));
+    }
+}
+
+/// Gives the undecided position `(side, slot)` the search's `role` ([`OFFENDER`] or
+/// [`WINNER`]) back this round: it is to be checked ([`REVIVED`]) and, when it did not hold the
+/// role, its predecessors are to be looked at ([`revive_backwards`]).
+pub(super) fn revive(phase: &Phase, side: Color, slot: u64, role: u16) {
     let s = phase.solver;
-    let [gone_winners, gone_offenders] = &phase.gone;
-    let lose = |side: Color, slot: u64, role: u16, gone: u16| {
+    let state = &phase.states(side)[slot as usize];
+    let chunk = s.chunk_of(side, slot as usize);
+    let old = state.fetch_or(role | REVIVED, Relaxed);
+    if old & REVIVED == 0 {
+        phase.revived[chunk].store(true, Relaxed);
+    }
+    if old & role == 0 {
+        let (wave, marks) = if role == WINNER {
+            (WAVE_WINNER, &phase.waves[0])
+        } else {
+            (WAVE_OFFENDER, &phase.waves[1])
+        };
+        state.fetch_or(wave, Relaxed);
+        marks[chunk].store(true, Relaxed);
+    }
+}
+
+/// Gives the positions touched since the last round their roles back: their moves changed.
+/// (Those forced to offend this round are touched; the positions their moves lead to were given
+/// the winner role as they were marked.)
+fn revive_touched(phase: &Phase) {
+    let _ = phase.par_chunks(|side, slots, _| {
+        let states = phase.states(side);
+        for slot in slots {
+            let c = states[slot as usize].load(Relaxed);
+            if !is_undecided(c) || c & TOUCHED == 0 {
+                continue;
+            }
+            if c & FORCED != 0 {
+                revive(phase, side, slot, OFFENDER);
+            }
+            if c & ROLE_WINNER != 0 {
+                revive(phase, side, slot, WINNER);
+            }
+        }
+        Ok(())
+    });
+}
+
+/// Gives roles back, wave by wave, to the positions outside the fixed point with a move of the
+/// trap graph into a position that got its role back: a winner position's move into an
+/// offender position, an offender position's move into a winner position.
+fn revive_backwards(phase: &Phase) {
+    let s = phase.solver;
+    loop {
+        let mut any = false;
+        for (i, wave) in [WAVE_WINNER, WAVE_OFFENDER].into_iter().enumerate() {
+            let woke = phase.par_chunks(|side, slots, pos| {
+                if !phase.waves[i][s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
+                    return Ok(false);
+                }
+                let states = phase.states(side);
+                let them = side.opponent();
+                let preds = phase.states(them);
+                for slot in slots {
+                    let c = states[slot as usize].load(Relaxed);
+                    if !is_undecided(c) || c & wave == 0 {
+                        continue;
+                    }
+                    states[slot as usize].fetch_and(!wave, Relaxed);
+                    if !pos.load(slot, side) {
+                        continue;
+                    }
+                    for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                        let c = preds[p].load(Relaxed);
+                        if !is_undecided(c) {
+                            continue;
+                        }
+                        if wave == WAVE_WINNER && c & FORCED != 0 && c & OFFENDER == 0 {
+                            revive(phase, them, p as u64, OFFENDER);
+                        } else if wave == WAVE_OFFENDER && c & ROLE_WINNER != 0 && c & WINNER == 0 {
+                            revive(phase, them, p as u64, WINNER);
+                        }
+                    }
+                }
+                Ok(true)
+            });
+            any |= woke.unwrap_or_default().into_iter().any(|w| w);
+        }
+        if !any {
+            return;
+        }
+    }
+}
+
+/// Whether every move of the loaded offender position into an undecided position leads to a
+/// winner position.
+fn moves_into_winners(phase: &Phase, pos: &mut SlotPosition) -> bool {
+    let them = phase.states(pos.board.side_to_move().opponent());
+    let mut all = true;
+    graph_moves(phase, pos, OFFENDER, |_, _, q| {
+        all &= them[q as usize].load(Relaxed) & WINNER != 0;
+    });
+    all
+}
+
+/// The safety fixed point (see the module documentation), wave by wave: the positions that lost
+/// a role in the last wave carry a `WAVE_` flag, and the chunks holding them a mark. The first
+/// wave checks every winner position (`all`, the first round: every offender position's moves
+/// lead to winner positions then) or the positions given a role back.
+fn keep_safe(phase: &Phase, all: bool) {
+    let s = phase.solver;
+    let [wave_winners, wave_offenders] = &phase.waves;
+    let lose = |side: Color, slot: u64, role: u16, wave: u16| {
         let state = &phase.states(side)[slot as usize];
         if state.fetch_and(!role, Relaxed) & role != 0 {
-            state.fetch_or(gone, Relaxed);
-            let marks = if gone == GONE_WINNER {
-                gone_winners
+            state.fetch_or(wave, Relaxed);
+            let marks = if wave == WAVE_WINNER {
+                wave_winners
             } else {
-                gone_offenders
+                wave_offenders
             };
             marks[s.chunk_of(side, slot as usize)].store(true, Relaxed);
         }
     };
-    // First wave: winner positions without a move into an offender position.
     let _ = phase.par_chunks(|side, slots, pos| {
+        let chunk = s.chunk_of(side, slots.start as usize);
+        if !phase.revived[chunk].swap(false, Relaxed) && !all {
+            return Ok(());
+        }
         let states = phase.states(side);
         for slot in slots {
             let c = states[slot as usize].load(Relaxed);
-            if is_undecided(c)
-                && c & WINNER != 0
-                && pos.load(slot, side)
-                && !reaches_offender(phase, pos)
-            {
-                lose(side, slot, WINNER, GONE_WINNER);
+            let check = if all { WINNER } else { REVIVED };
+            if !is_undecided(c) || c & check == 0 {
+                continue;
+            }
+            if c & REVIVED != 0 {
+                states[slot as usize].fetch_and(!REVIVED, Relaxed);
+            }
+            if !pos.load(slot, side) {
+                continue;
+            }
+            if c & WINNER != 0 && !reaches_offender(phase, pos) {
+                lose(side, slot, WINNER, WAVE_WINNER);
+            }
+            if !all && c & OFFENDER != 0 && !moves_into_winners(phase, pos) {
+                lose(side, slot, OFFENDER, WAVE_OFFENDER);
             }
         }
         Ok(())
@@ -418,7 +587,7 @@ fn keep_safe(phase: &Phase) {
     // positions that lost it lose theirs.
     loop {
         let mut any = false;
-        for (marks, gone) in [(gone_winners, GONE_WINNER), (gone_offenders, GONE_OFFENDER)] {
+        for (marks, wave) in [(wave_winners, WAVE_WINNER), (wave_offenders, WAVE_OFFENDER)] {
             let woke = phase.par_chunks(|side, slots, pos| {
                 if !marks[s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
                     return Ok(false);
@@ -429,10 +598,10 @@ fn keep_safe(phase: &Phase) {
                 let mut q = s.position();
                 for slot in slots {
                     let c = states[slot as usize].load(Relaxed);
-                    if !is_undecided(c) || c & gone == 0 {
+                    if !is_undecided(c) || c & wave == 0 {
                         continue;
                     }
-                    states[slot as usize].fetch_and(!gone, Relaxed);
+                    states[slot as usize].fetch_and(!wave, Relaxed);
                     if !pos.load(slot, side) {
                         continue;
                     }
@@ -441,14 +610,14 @@ fn keep_safe(phase: &Phase) {
                         if !is_undecided(c) {
                             continue;
                         }
-                        if gone == GONE_WINNER && c & OFFENDER != 0 {
-                            lose(them, p as u64, OFFENDER, GONE_OFFENDER);
-                        } else if gone == GONE_OFFENDER
+                        if wave == WAVE_WINNER && c & OFFENDER != 0 {
+                            lose(them, p as u64, OFFENDER, WAVE_OFFENDER);
+                        } else if wave == WAVE_OFFENDER
                             && c & WINNER != 0
                             && q.load(p as u64, them)
                             && !reaches_offender(phase, &mut q)
                         {
-                            lose(them, p as u64, WINNER, GONE_WINNER);
+                            lose(them, p as u64, WINNER, WAVE_WINNER);
                         }
                     }
                 }
