@@ -85,33 +85,32 @@ fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, S
     let s = phase.solver;
     let lost = codes(phase, round, level - 1)?;
     let won = codes(phase, round, level)?;
-    let fresh = &s.fresh[(level as usize - 1) % 2];
     let changed: u64 = phase
-        .par_chunks(|side, slots, pos| {
-            if !fresh[s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
-                return Ok(0);
-            }
-            let them = side.opponent();
-            let preds = phase.states(them);
-            let states = phase.states(side);
-            let mut changed = 0;
-            for slot in slots {
-                let c = states[slot as usize].load(Relaxed);
-                let Some(rule) = lost.iter().position(|&l| l == c) else {
-                    continue;
-                };
-                if !pos.load(slot, side) {
-                    continue;
-                }
-                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                    if write_win(&preds[p], won[rule], won) {
-                        s.note_resolved(them, p, level);
-                        changed += 1;
+        .par_marked(
+            &phase.decided[(level as usize - 1) % 2],
+            |side, slots, pos| {
+                let them = side.opponent();
+                let preds = phase.states(them);
+                let states = phase.states(side);
+                let mut changed = 0;
+                for slot in slots {
+                    let c = states[slot as usize].load(Relaxed);
+                    let Some(rule) = lost.iter().position(|&l| l == c) else {
+                        continue;
+                    };
+                    if !pos.load(slot, side) {
+                        continue;
+                    }
+                    for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                        if write_win(&preds[p], won[rule], won) {
+                            phase.note_decided(them, p as u64, level);
+                            changed += 1;
+                        }
                     }
                 }
-            }
-            Ok(changed)
-        })?
+                Ok(changed)
+            },
+        )?
         .into_iter()
         .sum();
     let from_due: u64 = due
@@ -126,7 +125,7 @@ fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, S
                 && is_due(look.best, round, level)
                 && write_win(&phase.states(side)[slot as usize], look.best.encode(), won)
             {
-                s.note_resolved(side, slot as usize, level);
+                phase.note_decided(side, slot, level);
                 return Ok(1);
             }
             Ok(0)
@@ -144,46 +143,42 @@ fn loss_level(
 ) -> Result<u64, SolveError> {
     let s = phase.solver;
     let won = codes(phase, round, level - 1)?;
-    let fresh = &s.fresh[(level as usize - 1) % 2];
     // Candidates: the undecided predecessors of this round's wins of the last level.
-    phase.par_chunks(|side, slots, pos| {
-        if !fresh[s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
-            return Ok(());
-        }
-        let them = side.opponent();
-        let preds = phase.states(them);
-        let states = phase.states(side);
-        for slot in slots {
-            let c = states[slot as usize].load(Relaxed);
-            if !won.contains(&c) || !pos.load(slot, side) {
-                continue;
-            }
-            for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                let c = preds[p].load(Relaxed);
-                if is_undecided(c) {
-                    let flags = if c & HOLDS == 0 {
-                        CAND | TOUCHED
-                    } else {
-                        TOUCHED
-                    };
-                    if c & flags != flags {
-                        preds[p].fetch_or(flags, Relaxed);
-                    }
-                    if flags & CAND != 0 {
-                        s.marked[s.chunk_of(them, p)].store(true, Relaxed);
+    phase.par_marked(
+        &phase.decided[(level as usize - 1) % 2],
+        |side, slots, pos| {
+            let them = side.opponent();
+            let preds = phase.states(them);
+            let states = phase.states(side);
+            for slot in slots {
+                let c = states[slot as usize].load(Relaxed);
+                if !won.contains(&c) || !pos.load(slot, side) {
+                    continue;
+                }
+                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                    let c = preds[p].load(Relaxed);
+                    if is_undecided(c) {
+                        let flags = if c & HOLDS == 0 {
+                            CAND | TOUCHED
+                        } else {
+                            TOUCHED
+                        };
+                        if c & flags != flags {
+                            preds[p].fetch_or(flags, Relaxed);
+                        }
+                        if flags & CAND != 0 {
+                            phase.candidates.mark(s, them, p as u64);
+                        }
                     }
                 }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     let lost = |v: Value, open: bool| !open && v.is_loss() && is_due(v, round, level);
-    let found = phase.par_chunks(|side, slots, pos| {
+    let found = phase.par_marked(&phase.candidates, |side, slots, pos| {
         let mut changed = 0u64;
         let mut later = Vec::new();
-        if !s.marked[s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
-            return Ok((changed, later));
-        }
         let states = phase.states(side);
         for slot in slots {
             let c = states[slot as usize].load(Relaxed);
@@ -199,7 +194,7 @@ fn loss_level(
             };
             if lost(look.best, look.open) {
                 states[slot as usize].store(look.best.encode(), Relaxed);
-                s.note_resolved(side, slot as usize, level);
+                phase.note_decided(side, slot, level);
                 changed += 1;
             } else if !look.open
                 && let Some(p) = look.best.rule_plies()
@@ -229,7 +224,7 @@ fn loss_level(
             let look = phase.look(&mut pos)?;
             if lost(look.best, look.open) {
                 state.store(look.best.encode(), Relaxed);
-                s.note_resolved(side, slot as usize, level);
+                phase.note_decided(side, slot, level);
                 return Ok(1);
             }
             Ok(0)

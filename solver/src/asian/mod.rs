@@ -33,8 +33,8 @@ use crate::position::SlotPosition;
 use crate::solve::{Progress, SolveError, Solver, capture_holds, is_unresolved};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicU16;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU16, AtomicU64};
 use xiangqi::repetition::{Classifier, MoveClass};
 use xiangqi::{Color, Move, MoveList};
 use xqtb_core::{Probe, Rule, RuleValue, Value};
@@ -81,15 +81,82 @@ pub(crate) fn is_undecided(c: u16) -> bool {
 /// A table entry: side to move and slot.
 type Pos = (Color, u64);
 
+/// Slots per block of a [`Marks`] word: a chunk's 64 bits mark its 64 blocks.
+const MARK_SLOTS: u64 = CHUNK_SLOTS / 64;
+
+/// Per chunk (as [`Solver::chunk_of`]), which of its 64 blocks of slots hold an entry to look
+/// at. The phase's levels and waves decide few positions each, scattered over the table: with a
+/// mark per chunk, as the retrograde solver keeps, every level read most of the table (on
+/// KRNvKR the levels spent more time finding their positions than deciding them).
+struct Marks(Vec<AtomicU64>);
+
+impl Marks {
+    fn new(solver: &Solver) -> Marks {
+        Marks((0..2 * solver.chunks).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    /// Marks the block of `(side, slot)`.
+    #[inline]
+    fn mark(&self, solver: &Solver, side: Color, slot: u64) {
+        let word = &self.0[solver.chunk_of(side, slot as usize)];
+        let bit = 1u64 << (slot % CHUNK_SLOTS / MARK_SLOTS);
+        if word.load(Relaxed) & bit == 0 {
+            word.fetch_or(bit, Relaxed);
+        }
+    }
+
+    /// Marks every block.
+    fn fill(&self) {
+        self.0.par_iter().for_each(|w| w.store(!0, Relaxed));
+    }
+
+    /// Takes every mark.
+    fn clear(&self) {
+        self.0.par_iter().for_each(|w| w.store(0, Relaxed));
+    }
+}
+
+/// The slots of the marked blocks of one chunk, in order.
+struct MarkedSlots {
+    blocks: u64,
+    start: u64,
+    end: u64,
+    block: std::ops::Range<u64>,
+}
+
+impl Iterator for MarkedSlots {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        loop {
+            if let Some(slot) = self.block.next() {
+                return Some(slot);
+            }
+            if self.blocks == 0 {
+                return None;
+            }
+            let b = self.blocks.trailing_zeros() as u64;
+            self.blocks &= self.blocks - 1;
+            let lo = self.start + b * MARK_SLOTS;
+            self.block = lo..(lo + MARK_SLOTS).min(self.end);
+        }
+    }
+}
+
 /// What the phase needs to look at positions and their moves.
 struct Phase<'a> {
     solver: &'a Solver<'a>,
     /// The values of the moves that leave the job (captures and exits).
     exits: ExitValues<'a>,
-    /// Per chunk (as [`Solver::chunk_of`]): holds a [`WAVE_WINNER`], a [`WAVE_OFFENDER`] entry.
-    waves: [Vec<std::sync::atomic::AtomicBool>; 2],
-    /// Per chunk: holds a [`REVIVED`] entry.
-    revived: Vec<std::sync::atomic::AtomicBool>,
+    /// Positions decided at a level, by the parity of the level (read at the next one).
+    decided: [Marks; 2],
+    /// Positions marked [`CAND`].
+    candidates: Marks,
+    /// Positions with a [`WAVE_WINNER`], a [`WAVE_OFFENDER`] flag.
+    waves: [Marks; 2],
+    /// Positions with a [`REVIVED`] flag.
+    revived: Marks,
 }
 
 /// A position's best value for its side to move over the moves whose value is known, and
@@ -106,6 +173,42 @@ impl<'a> Phase<'a> {
 
     fn code(&self, (side, slot): Pos) -> u16 {
         self.states(side)[slot as usize].load(Relaxed)
+    }
+
+    /// Records that `(side, slot)` was decided at `level`.
+    #[inline]
+    fn note_decided(&self, side: Color, slot: u64, level: u16) {
+        self.decided[level as usize % 2].mark(self.solver, side, slot);
+    }
+
+    /// Runs `f` in parallel over the slots of the blocks `marks` marks, a chunk at a time, with
+    /// a position to load slots into, taking the marks; a chunk without any gives the default.
+    fn par_marked<T: Send + Default>(
+        &self,
+        marks: &Marks,
+        f: impl Fn(Color, MarkedSlots, &mut SlotPosition) -> Result<T, SolveError> + Sync,
+    ) -> Result<Vec<T>, SolveError> {
+        let s = self.solver;
+        let size = s.len();
+        let chunks = s.chunks;
+        (0..2 * chunks)
+            .into_par_iter()
+            .map(|c| {
+                let blocks = marks.0[c as usize].swap(0, Relaxed);
+                if blocks == 0 {
+                    return Ok(T::default());
+                }
+                let side = if c < chunks { Color::Red } else { Color::Black };
+                let start = (c % chunks) * CHUNK_SLOTS;
+                let slots = MarkedSlots {
+                    blocks,
+                    start,
+                    end: (start + CHUNK_SLOTS).min(size),
+                    block: 0..0,
+                };
+                f(side, slots, &mut s.position())
+            })
+            .collect()
     }
 
     /// Runs `f` over every chunk of both sides in parallel, with a position to load slots
@@ -443,16 +546,14 @@ pub(crate) fn decide(
         // nothing here depends on the rules.
         return Ok(());
     }
-    let flags = || {
-        (0..2 * solver.chunks)
-            .map(|_| std::sync::atomic::AtomicBool::new(false))
-            .collect()
-    };
+    let marks = || Marks::new(solver);
     let phase = Phase {
         solver,
         exits: ExitValues::new(index, solver.rules, deps),
-        waves: [flags(), flags()],
-        revived: flags(),
+        decided: [marks(), marks()],
+        candidates: marks(),
+        waves: [marks(), marks()],
+        revived: marks(),
     };
     let mut total = 0u64;
     if exits {

@@ -329,7 +329,7 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
             for &n in list {
                 let (side, slot) = pos_of(size, game.entries[n as usize]);
                 phase.states(side)[slot as usize].store(code, Relaxed);
-                s.note_resolved(side, slot as usize, 0);
+                phase.note_decided(side, slot, 0);
             }
             terminals += list.len() as u64;
         }
@@ -431,7 +431,7 @@ fn touched_many(phase: &Phase) -> bool {
 fn forget_roles(phase: &Phase) {
     phase.clear(OFFENDER | WINNER | REVIVED | WAVE_WINNER | WAVE_OFFENDER);
     for marks in phase.waves.iter().chain([&phase.revived]) {
-        marks.par_iter().for_each(|m| m.store(false, Relaxed));
+        marks.clear();
     }
 }
 
@@ -441,10 +441,9 @@ fn forget_roles(phase: &Phase) {
 pub(super) fn revive(phase: &Phase, side: Color, slot: u64, role: u16) {
     let s = phase.solver;
     let state = &phase.states(side)[slot as usize];
-    let chunk = s.chunk_of(side, slot as usize);
     let old = state.fetch_or(role | REVIVED, Relaxed);
     if old & REVIVED == 0 {
-        phase.revived[chunk].store(true, Relaxed);
+        phase.revived.mark(s, side, slot);
     }
     if old & role == 0 {
         let (wave, marks) = if role == WINNER {
@@ -453,7 +452,7 @@ pub(super) fn revive(phase: &Phase, side: Color, slot: u64, role: u16) {
             (WAVE_OFFENDER, &phase.waves[1])
         };
         state.fetch_or(wave, Relaxed);
-        marks[chunk].store(true, Relaxed);
+        marks.mark(s, side, slot);
     }
 }
 
@@ -483,14 +482,10 @@ fn revive_touched(phase: &Phase) {
 /// trap graph into a position that got its role back: a winner position's move into an
 /// offender position, an offender position's move into a winner position.
 fn revive_backwards(phase: &Phase) {
-    let s = phase.solver;
     loop {
         let mut any = false;
         for (i, wave) in [WAVE_WINNER, WAVE_OFFENDER].into_iter().enumerate() {
-            let woke = phase.par_chunks(|side, slots, pos| {
-                if !phase.waves[i][s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
-                    return Ok(false);
-                }
+            let woke = phase.par_marked(&phase.waves[i], |side, slots, pos| {
                 let states = phase.states(side);
                 let them = side.opponent();
                 let preds = phase.states(them);
@@ -552,14 +547,13 @@ fn keep_safe(phase: &Phase, all: bool) {
             } else {
                 wave_offenders
             };
-            marks[s.chunk_of(side, slot as usize)].store(true, Relaxed);
+            marks.mark(s, side, slot);
         }
     };
-    let _ = phase.par_chunks(|side, slots, pos| {
-        let chunk = s.chunk_of(side, slots.start as usize);
-        if !phase.revived[chunk].swap(false, Relaxed) && !all {
-            return Ok(());
-        }
+    if all {
+        phase.revived.fill();
+    }
+    let _ = phase.par_marked(&phase.revived, |side, slots, pos| {
         let states = phase.states(side);
         for slot in slots {
             let c = states[slot as usize].load(Relaxed);
@@ -588,10 +582,7 @@ fn keep_safe(phase: &Phase, all: bool) {
     loop {
         let mut any = false;
         for (marks, wave) in [(wave_winners, WAVE_WINNER), (wave_offenders, WAVE_OFFENDER)] {
-            let woke = phase.par_chunks(|side, slots, pos| {
-                if !marks[s.chunk_of(side, slots.start as usize)].swap(false, Relaxed) {
-                    return Ok(false);
-                }
+            let woke = phase.par_marked(marks, |side, slots, pos| {
                 let states = phase.states(side);
                 let them = side.opponent();
                 let preds = phase.states(them);
