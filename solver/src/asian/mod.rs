@@ -181,6 +181,23 @@ impl<'a> Phase<'a> {
         self.decided[level as usize % 2].mark(self.solver, side, slot);
     }
 
+    /// Runs `f(chunk, side, first slot, end)` over every chunk of both sides in parallel.
+    fn par_over_chunks<T: Send>(
+        &self,
+        f: impl Fn(usize, Color, u64, u64) -> Result<T, SolveError> + Sync,
+    ) -> Result<Vec<T>, SolveError> {
+        let size = self.solver.len();
+        let chunks = self.solver.chunks;
+        (0..2 * chunks)
+            .into_par_iter()
+            .map(|c| {
+                let side = if c < chunks { Color::Red } else { Color::Black };
+                let start = (c % chunks) * CHUNK_SLOTS;
+                f(c as usize, side, start, (start + CHUNK_SLOTS).min(size))
+            })
+            .collect()
+    }
+
     /// Runs `f` in parallel over the slots of the blocks `marks` marks, a chunk at a time, with
     /// a position to load slots into, taking the marks; a chunk without any gives the default.
     fn par_marked<T: Send + Default>(
@@ -188,48 +205,28 @@ impl<'a> Phase<'a> {
         marks: &Marks,
         f: impl Fn(Color, MarkedSlots, &mut SlotPosition) -> Result<T, SolveError> + Sync,
     ) -> Result<Vec<T>, SolveError> {
-        let s = self.solver;
-        let size = s.len();
-        let chunks = s.chunks;
-        (0..2 * chunks)
-            .into_par_iter()
-            .map(|c| {
-                let blocks = marks.0[c as usize].swap(0, Relaxed);
-                if blocks == 0 {
-                    return Ok(T::default());
-                }
-                let side = if c < chunks { Color::Red } else { Color::Black };
-                let start = (c % chunks) * CHUNK_SLOTS;
-                let slots = MarkedSlots {
-                    blocks,
-                    start,
-                    end: (start + CHUNK_SLOTS).min(size),
-                    block: 0..0,
-                };
-                f(side, slots, &mut s.position())
-            })
-            .collect()
+        self.par_over_chunks(|c, side, start, end| {
+            let blocks = marks.0[c].swap(0, Relaxed);
+            if blocks == 0 {
+                return Ok(T::default());
+            }
+            let slots = MarkedSlots {
+                blocks,
+                start,
+                end,
+                block: 0..0,
+            };
+            f(side, slots, &mut self.solver.position())
+        })
     }
 
     /// Runs `f` over every chunk of both sides in parallel, with a position to load slots
-    /// into, and sums what it returns.
+    /// into; returns what it returned, chunk by chunk.
     fn par_chunks<T: Send>(
         &self,
         f: impl Fn(Color, std::ops::Range<u64>, &mut SlotPosition) -> Result<T, SolveError> + Sync,
     ) -> Result<Vec<T>, SolveError> {
-        let s = self.solver;
-        let size = s.len();
-        let chunks = s.chunks;
-        (0..2 * chunks)
-            .into_par_iter()
-            .map(|c| {
-                let side = if c < chunks { Color::Red } else { Color::Black };
-                let start = (c % chunks) * CHUNK_SLOTS;
-                let end = (start + CHUNK_SLOTS).min(size);
-                let mut pos = s.position();
-                f(side, start..end, &mut pos)
-            })
-            .collect()
+        self.par_over_chunks(|_, side, start, end| f(side, start..end, &mut self.solver.position()))
     }
 
     /// The value, for the mover, of the move `m` leaving the job from the loaded position (a

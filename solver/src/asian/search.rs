@@ -485,39 +485,54 @@ fn revive_backwards(phase: &Phase) {
     loop {
         let mut any = false;
         for (i, wave) in [WAVE_WINNER, WAVE_OFFENDER].into_iter().enumerate() {
-            let woke = phase.par_marked(&phase.waves[i], |side, slots, pos| {
-                let states = phase.states(side);
-                let them = side.opponent();
-                let preds = phase.states(them);
-                for slot in slots {
-                    let c = states[slot as usize].load(Relaxed);
-                    if !is_undecided(c) || c & wave == 0 {
-                        continue;
-                    }
-                    states[slot as usize].fetch_and(!wave, Relaxed);
-                    if !pos.load(slot, side) {
-                        continue;
-                    }
-                    for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                        let c = preds[p].load(Relaxed);
-                        if !is_undecided(c) {
-                            continue;
-                        }
-                        if wave == WAVE_WINNER && c & FORCED != 0 && c & OFFENDER == 0 {
-                            revive(phase, them, p as u64, OFFENDER);
-                        } else if wave == WAVE_OFFENDER && c & ROLE_WINNER != 0 && c & WINNER == 0 {
-                            revive(phase, them, p as u64, WINNER);
-                        }
-                    }
+            any |= wave_predecessors(phase, i, |them, p, c, _| {
+                if wave == WAVE_WINNER && c & FORCED != 0 && c & OFFENDER == 0 {
+                    revive(phase, them, p, OFFENDER);
+                } else if wave == WAVE_OFFENDER && c & ROLE_WINNER != 0 && c & WINNER == 0 {
+                    revive(phase, them, p, WINNER);
                 }
-                Ok(true)
             });
-            any |= woke.unwrap_or_default().into_iter().any(|w| w);
         }
         if !any {
             return;
         }
     }
+}
+
+/// One wave of the safety pass: takes the flag of wave `i` (`phase.waves[i]`: [`WAVE_WINNER`],
+/// [`WAVE_OFFENDER`]) from the positions that carry it and calls `f(side, slot, state, scratch)`
+/// for each of their undecided predecessors, with a position to load it into. Returns whether
+/// any position carried it.
+fn wave_predecessors(
+    phase: &Phase,
+    i: usize,
+    f: impl Fn(Color, u64, u16, &mut SlotPosition) + Sync,
+) -> bool {
+    let wave = [WAVE_WINNER, WAVE_OFFENDER][i];
+    let woke = phase.par_marked(&phase.waves[i], |side, slots, pos| {
+        let states = phase.states(side);
+        let them = side.opponent();
+        let preds = phase.states(them);
+        let mut scratch = phase.solver.position();
+        for slot in slots {
+            let c = states[slot as usize].load(Relaxed);
+            if !is_undecided(c) || c & wave == 0 {
+                continue;
+            }
+            states[slot as usize].fetch_and(!wave, Relaxed);
+            if !pos.load(slot, side) {
+                continue;
+            }
+            for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                let c = preds[p].load(Relaxed);
+                if is_undecided(c) {
+                    f(them, p as u64, c, &mut scratch);
+                }
+            }
+        }
+        Ok(true)
+    });
+    woke.unwrap_or_default().into_iter().any(|w| w)
 }
 
 /// Whether every move of the loaded offender position into an undecided position leads to a
@@ -581,40 +596,18 @@ fn keep_safe(phase: &Phase, all: bool) {
     // positions that lost it lose theirs.
     loop {
         let mut any = false;
-        for (marks, wave) in [(wave_winners, WAVE_WINNER), (wave_offenders, WAVE_OFFENDER)] {
-            let woke = phase.par_marked(marks, |side, slots, pos| {
-                let states = phase.states(side);
-                let them = side.opponent();
-                let preds = phase.states(them);
-                let mut q = s.position();
-                for slot in slots {
-                    let c = states[slot as usize].load(Relaxed);
-                    if !is_undecided(c) || c & wave == 0 {
-                        continue;
-                    }
-                    states[slot as usize].fetch_and(!wave, Relaxed);
-                    if !pos.load(slot, side) {
-                        continue;
-                    }
-                    for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                        let c = preds[p].load(Relaxed);
-                        if !is_undecided(c) {
-                            continue;
-                        }
-                        if wave == WAVE_WINNER && c & OFFENDER != 0 {
-                            lose(them, p as u64, OFFENDER, WAVE_OFFENDER);
-                        } else if wave == WAVE_OFFENDER
-                            && c & WINNER != 0
-                            && q.load(p as u64, them)
-                            && !reaches_offender(phase, &mut q)
-                        {
-                            lose(them, p as u64, WINNER, WAVE_WINNER);
-                        }
-                    }
+        for (i, wave) in [WAVE_WINNER, WAVE_OFFENDER].into_iter().enumerate() {
+            any |= wave_predecessors(phase, i, |them, p, c, q| {
+                if wave == WAVE_WINNER && c & OFFENDER != 0 {
+                    lose(them, p, OFFENDER, WAVE_OFFENDER);
+                } else if wave == WAVE_OFFENDER
+                    && c & WINNER != 0
+                    && q.load(p, them)
+                    && !reaches_offender(phase, q)
+                {
+                    lose(them, p, WINNER, WAVE_WINNER);
                 }
-                Ok(true)
             });
-            any |= woke.unwrap_or_default().into_iter().any(|w| w);
         }
         if !any {
             return;
