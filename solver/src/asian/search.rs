@@ -566,10 +566,10 @@ fn moves_into_winners(phase: &Phase, pos: &mut SlotPosition) -> bool {
 }
 
 /// The safety fixed point (see the module documentation), wave by wave: the positions that lost
-/// a role in the last wave carry a `WAVE_` flag, and the chunks holding them a mark. The first
-/// wave checks every winner position (`all`, the first round: every offender position's moves
-/// lead to winner positions then) or the positions given a role back.
-fn keep_safe(phase: &Phase, all: bool) {
+/// a role in the last wave carry a `WAVE_` flag, and the blocks holding them a mark. The first
+/// wave checks every winner position (`fresh`, roles given afresh: every offender position's
+/// moves lead to winner positions then) or the positions given a role back.
+fn keep_safe(phase: &Phase, fresh: bool) {
     let s = phase.solver;
     let [wave_winners, wave_offenders] = &phase.waves;
     let lose = |side: Color, slot: u64, role: u16, wave: u16| {
@@ -584,14 +584,14 @@ fn keep_safe(phase: &Phase, all: bool) {
             marks.mark(s, side, slot);
         }
     };
-    if all {
+    if fresh {
         phase.revived.fill();
     }
+    let check = if fresh { WINNER } else { REVIVED };
     let _ = phase.par_marked(&phase.revived, |side, slots, pos| {
         let states = phase.states(side);
         for slot in slots {
             let c = states[slot as usize].load(Relaxed);
-            let check = if all { WINNER } else { REVIVED };
             if !is_undecided(c) || c & check == 0 {
                 continue;
             }
@@ -604,7 +604,7 @@ fn keep_safe(phase: &Phase, all: bool) {
             if c & WINNER != 0 && !reaches_offender(phase, pos) {
                 lose(side, slot, WINNER, WAVE_WINNER);
             }
-            if !all && c & OFFENDER != 0 && !moves_into_winners(phase, pos) {
+            if !fresh && c & OFFENDER != 0 && !moves_into_winners(phase, pos) {
                 lose(side, slot, OFFENDER, WAVE_OFFENDER);
             }
         }
