@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{BIN, Proc, TempDir, channel, free_port};
+use common::{BIN, Proc, TempDir, channel, free_port, scrape, wait_for_metrics};
 use proto::v1::jobs_client::JobsClient;
 use proto::v1::tablebase_client::TablebaseClient;
 use proto::v1::*;
@@ -516,32 +516,6 @@ fn concurrent_probes_and_downloads_are_correct() {
     );
 }
 
-fn scrape(port: u16) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-    out
-}
-
-fn wait_for_metrics(port: u16) {
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no metrics endpoint on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn metrics_endpoints_serve_the_named_metrics() {
     let dir = TempDir::new("metrics");
@@ -607,12 +581,20 @@ fn metrics_endpoints_serve_the_named_metrics() {
         "xqtb_block_cache_hits_total",
         "xqtb_block_cache_misses_total",
         "xqtb_block_cache_hit_ratio",
+        "xqtb_tables_open 1",
     ] {
         assert!(
             text.contains(name),
             "coordinator metrics lack {name}:\n{text}"
         );
     }
+    // The probes decompressed at least one block, and the cache holds it.
+    let cached: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("xqtb_block_cache_bytes "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("coordinator metrics lack xqtb_block_cache_bytes:\n{text}"));
+    assert!(cached > 0.0, "{text}");
     let text = scrape(wm);
     for name in [
         "xqtb_worker_tables_committed_total 2",

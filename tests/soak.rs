@@ -6,7 +6,8 @@
 //! XQTB_SOAK_SECS=120 XQTB_SOAK_CLIENTS=50 XQTB_SOAK_TABLES=KRNvK cargo test --release --test soak -- --ignored --nocapture
 //! ```
 //! It prints, per minute, the probes answered, their p50/p99 latency and the errors; the
-//! coordinator's resident memory after the warm-up and at the end; and it checks what an
+//! coordinator's resident memory after its start, after the warm-up (which commits a large table,
+//! `WARM_LARGE`) and a minute of load, and at the end; and it checks what an
 //! operator would: no probe fails (the coordinator is never killed, so no kill explains one),
 //! the coordinator's memory grows by less than 10%, and every generated table is byte for
 //! byte the table a local `xqtb solve` writes. Figures go to BENCHMARKS.md; nothing here is
@@ -14,7 +15,10 @@
 
 mod common;
 
-use common::{BIN, Proc, TempDir, channel as connect, download, free_port, positions};
+use common::{
+    BIN, Proc, TempDir, channel as connect, download, free_port, positions, scrape,
+    wait_for_metrics,
+};
 use proto::v1::tablebase_client::TablebaseClient;
 use proto::v1::{MainlineRequest, ProbeRequest, StatusRequest, SubmitRequest};
 use std::process::Command;
@@ -29,6 +33,14 @@ const PROBED: [&str; 3] = ["KRvKN", "KRvKR", "KNvK"];
 /// for two one-thread workers on the reference machine; `XQTB_SOAK_TABLES` (comma-separated)
 /// replaces them.
 const GENERATED: &str = "KRNvK,KRNvKR";
+/// A large table (with its dependencies) committed during the warm-up, under the other rule set,
+/// so that the memory read at the start is that of a coordinator which has committed a table of
+/// the size it commits during the run: the first large commit sizes the allocator's arenas and
+/// sled's log buffers and cleaner once (measured in BENCHMARKS.md, about +10 MB), and the bound
+/// is about what grows after that, commit after commit and request after request.
+const WARM_LARGE: (&str, &str) = ("KRNvKR", "cycles-are-draws");
+/// The server's default rule set, the one `PROBED` and `GENERATED` are solved under.
+const DEFAULT_RULES: &str = "asian";
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -46,6 +58,13 @@ fn rss_kib(pid: u32) -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(0)
+}
+
+/// The value of the unlabelled series `name` in Prometheus text (0 when absent).
+fn gauge(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
 }
 
 fn start_worker(dir: &TempDir, port: u16, name: &str, run: u32) -> Proc {
@@ -68,7 +87,7 @@ fn start_worker(dir: &TempDir, port: u16, name: &str, run: u32) -> Proc {
     )
 }
 
-async fn finished(c: &mut TablebaseClient<Channel>, sigs: &[&str]) -> bool {
+async fn finished(c: &mut TablebaseClient<Channel>, sigs: &[&str], rules: &str) -> bool {
     let Ok(s) = c.status(StatusRequest {}).await else {
         return false;
     };
@@ -79,7 +98,7 @@ async fn finished(c: &mut TablebaseClient<Channel>, sigs: &[&str]) -> bool {
                 && j.key
                     .as_ref()
                     .and_then(|k| k.table.as_ref())
-                    .is_some_and(|t| t.signature == *sig)
+                    .is_some_and(|t| t.signature == *sig && t.rules == rules)
         })
     })
 }
@@ -100,6 +119,7 @@ fn soak_probes_while_workers_are_killed() {
     let generated: Vec<&str> = generated.iter().map(|s| s.as_str()).collect();
     let dir = TempDir::new("soak");
     let port = free_port();
+    let metrics_port = free_port();
     let data = dir.arg("coord");
     let plan = PROBED.join(",");
     let mut coord = Proc::start(
@@ -119,8 +139,11 @@ fn soak_probes_while_workers_are_killed() {
             // that work resumes, not that a job gives up.
             "--max-attempts",
             "50",
+            "--metrics-listen",
+            &format!("127.0.0.1:{metrics_port}"),
         ],
     );
+    wait_for_metrics(metrics_port);
     coord.wait_for_port(port, Duration::from_secs(30));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -135,14 +158,27 @@ fn soak_probes_while_workers_are_killed() {
         .collect();
     let mut status = rt.block_on(async { TablebaseClient::new(connect(port).await) });
     let warm = Instant::now();
-    while !rt.block_on(finished(&mut status, &PROBED)) {
+    rt.block_on(async {
+        status
+            .submit(SubmitRequest {
+                signatures: vec![WARM_LARGE.0.to_string()],
+                rules: WARM_LARGE.1.to_string(),
+            })
+            .await
+            .unwrap()
+    });
+    let rss_fresh = rss_kib(coord.child.id());
+    while !rt.block_on(finished(&mut status, &PROBED, DEFAULT_RULES))
+        || !rt.block_on(finished(&mut status, &[WARM_LARGE.0], WARM_LARGE.1))
+    {
         assert!(
-            warm.elapsed() < Duration::from_secs(300),
-            "the probed tables did not finish: {}",
+            warm.elapsed() < Duration::from_secs(1200),
+            "the warm-up tables did not finish: {}",
             coord.log()
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    let rss_warm = rss_kib(coord.child.id());
     rt.block_on(async {
         status
             .submit(SubmitRequest {
@@ -154,7 +190,7 @@ fn soak_probes_while_workers_are_killed() {
     });
     let fens: Arc<Vec<String>> = Arc::new(PROBED.iter().flat_map(|s| positions(s, 300)).collect());
     println!(
-        "warm-up {:.1} s; {clients} clients for {secs} s over {} positions",
+        "warm-up {:.1} s (coordinator {rss_fresh} KiB after its start, {rss_warm} KiB after the warm-up's commits); {clients} clients for {secs} s over {} positions",
         warm.elapsed().as_secs_f64(),
         fens.len()
     );
@@ -215,6 +251,9 @@ fn soak_probes_while_workers_are_killed() {
     let pid = coord.child.id();
     let rss_start = rss_kib(pid);
     let mut rss_by_minute = std::collections::BTreeMap::<u64, u64>::new();
+    // The probe cache's size and misses, last read in each minute: what of the RSS is cache.
+    let mut cache_by_minute = std::collections::BTreeMap::<u64, (f64, f64)>::new();
+    let mut next_scrape = Instant::now();
     // Kill a worker every 90 s (alternately), restart it 5 s later.
     let mut kills = 0;
     let mut next_kill = Instant::now() + Duration::from_secs(60);
@@ -242,6 +281,17 @@ fn soak_probes_while_workers_are_killed() {
             .entry(start.elapsed().as_secs() / 60)
             .or_default();
         *rss = (*rss).max(rss_kib(pid));
+        if Instant::now() >= next_scrape {
+            let text = scrape(metrics_port);
+            cache_by_minute.insert(
+                start.elapsed().as_secs() / 60,
+                (
+                    gauge(&text, "xqtb_block_cache_bytes"),
+                    gauge(&text, "xqtb_block_cache_misses_total"),
+                ),
+            );
+            next_scrape += Duration::from_secs(5);
+        }
     }
     stop.store(true, Relaxed);
     let samples: Vec<Sample> = rt.block_on(async {
@@ -252,8 +302,10 @@ fn soak_probes_while_workers_are_killed() {
         all
     });
     let rss_end = rss_kib(pid);
-    println!("| minute | requests | p50 ms | p99 ms | errors | coordinator RSS, max KiB |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| minute | requests | p50 ms | p99 ms | errors | coordinator RSS, max KiB | probe cache KiB | blocks read |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     let minutes = samples.iter().map(|s| s.0).max().unwrap_or(0);
     let mut errors = 0;
     for m in 0..=minutes {
@@ -268,8 +320,13 @@ fn soak_probes_while_workers_are_killed() {
         let rss = rss_by_minute
             .get(&m)
             .map_or("-".to_string(), |k| k.to_string());
+        let (cache, misses) = cache_by_minute
+            .get(&m)
+            .map_or(("-".to_string(), "-".to_string()), |(bytes, misses)| {
+                (format!("{:.0}", bytes / 1024.0), format!("{misses:.0}"))
+            });
         println!(
-            "| {m} | {} | {:.2} | {:.2} | {err} | {rss} |",
+            "| {m} | {} | {:.2} | {:.2} | {err} | {rss} | {cache} | {misses} |",
             lat.len(),
             pct(0.5),
             pct(0.99)
@@ -283,7 +340,7 @@ fn soak_probes_while_workers_are_killed() {
     );
     // The generated tables finish after the soak if they have not yet, and equal a local solve.
     let wait = Instant::now();
-    while !rt.block_on(finished(&mut status, &generated)) {
+    while !rt.block_on(finished(&mut status, &generated, DEFAULT_RULES)) {
         assert!(
             wait.elapsed() < Duration::from_secs(1800),
             "the generated tables did not finish: {}",

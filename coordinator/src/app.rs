@@ -1182,6 +1182,8 @@ impl App {
         let (lookups, loads) = (tb.block_lookups(), tb.blocks_loaded());
         metrics::counter!("xqtb_block_cache_hits_total").absolute(lookups.saturating_sub(loads));
         metrics::counter!("xqtb_block_cache_misses_total").absolute(loads);
+        metrics::gauge!("xqtb_block_cache_bytes").set(tb.cached_bytes() as f64);
+        metrics::gauge!("xqtb_tables_open").set(tb.tables_open() as f64);
         if lookups > 0 {
             metrics::gauge!("xqtb_block_cache_hit_ratio")
                 .set(lookups.saturating_sub(loads) as f64 / lookups as f64);

@@ -233,6 +233,15 @@ fn register_metrics() {
         "Block cache misses (blocks read and decompressed)"
     );
     describe_gauge!("xqtb_block_cache_hit_ratio", "Block cache hits / lookups");
+    describe_gauge!(
+        "xqtb_block_cache_bytes",
+        Unit::Bytes,
+        "Decompressed table blocks held in the probe cache"
+    );
+    describe_gauge!(
+        "xqtb_tables_open",
+        "Tables whose header and index the prober holds"
+    );
     for name in [
         "xqtb_leases_granted_total",
         "xqtb_lease_expiries_total",

@@ -308,6 +308,11 @@ impl<S: TableStore> Tablebase<S> {
         self.cache.weight()
     }
 
+    /// Tables whose header and index are held (loaded by a probe, not yet replaced).
+    pub fn tables_open(&self) -> usize {
+        self.tables.read().expect("table map lock").len()
+    }
+
     /// The header of table `id`, loading the table if needed.
     pub fn header(&self, id: &TableId) -> Result<TableHeader, ProbeError> {
         Ok(self.table(id)?.header.clone())

@@ -219,3 +219,31 @@ pub async fn download(
     }
     bytes
 }
+
+/// The Prometheus text served on `port`.
+pub fn scrape(port: u16) -> String {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    out
+}
+
+/// Waits until something listens on the metrics `port`.
+pub fn wait_for_metrics(port: u16) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no metrics endpoint on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
