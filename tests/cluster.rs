@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{BIN, Proc, TempDir, channel, free_port, scrape, wait_for_metrics};
+use common::{BIN, Proc, TempDir, channel, free_port, metric, scrape, wait_for_metrics};
 use proto::v1::jobs_client::JobsClient;
 use proto::v1::tablebase_client::TablebaseClient;
 use proto::v1::*;
@@ -589,10 +589,7 @@ fn metrics_endpoints_serve_the_named_metrics() {
         );
     }
     // The probes decompressed at least one block, and the cache holds it.
-    let cached: f64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("xqtb_block_cache_bytes "))
-        .and_then(|v| v.trim().parse().ok())
+    let cached = metric(&text, "xqtb_block_cache_bytes")
         .unwrap_or_else(|| panic!("coordinator metrics lack xqtb_block_cache_bytes:\n{text}"));
     assert!(cached > 0.0, "{text}");
     let text = scrape(wm);

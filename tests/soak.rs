@@ -16,7 +16,7 @@
 mod common;
 
 use common::{
-    BIN, Proc, TempDir, channel as connect, download, free_port, positions, scrape,
+    BIN, Proc, TempDir, channel as connect, download, free_port, metric, positions, scrape,
     wait_for_metrics,
 };
 use proto::v1::tablebase_client::TablebaseClient;
@@ -58,13 +58,6 @@ fn rss_kib(pid: u32) -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(0)
-}
-
-/// The value of the unlabelled series `name` in Prometheus text (0 when absent).
-fn gauge(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or(0.0)
 }
 
 fn start_worker(dir: &TempDir, port: u16, name: &str, run: u32) -> Proc {
@@ -286,8 +279,8 @@ fn soak_probes_while_workers_are_killed() {
             cache_by_minute.insert(
                 start.elapsed().as_secs() / 60,
                 (
-                    gauge(&text, "xqtb_block_cache_bytes"),
-                    gauge(&text, "xqtb_block_cache_misses_total"),
+                    metric(&text, "xqtb_block_cache_bytes").unwrap_or(0.0),
+                    metric(&text, "xqtb_block_cache_misses_total").unwrap_or(0.0),
                 ),
             );
             next_scrape += Duration::from_secs(5);

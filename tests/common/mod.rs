@@ -247,3 +247,9 @@ pub fn wait_for_metrics(port: u16) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The value of the unlabelled series `name` in Prometheus text `text`, if it is there.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
