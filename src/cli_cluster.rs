@@ -215,9 +215,19 @@ pub struct DownloadArgs {
     server: ServerArgs,
 }
 
+/// Threads tokio may start for blocking work (probes, sled, zstd), per core. That work is short
+/// and CPU-bound (no call waits on a client there), so more threads than a few per core add no
+/// throughput; with tokio's default limit (512) the soak test's 200 clients kept some 140
+/// threads alive, each with its stack and thread-local caches, and the coordinator's memory
+/// followed its largest burst of requests in flight.
+const BLOCKING_THREADS_PER_CORE: usize = 8;
+
+/// The runtime of every networked command.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(BLOCKING_THREADS_PER_CORE * cores)
         .build()?)
 }
 
