@@ -327,7 +327,7 @@ fn soak_probes_while_workers_are_killed() {
     }
     let growth = rss_end as f64 / rss_start.max(1) as f64 - 1.0;
     println!(
-        "coordinator memory: {rss_start} KiB after the warm-up, {rss_end} KiB at the end ({:+.1}%); {kills} worker kills; {errors} failed requests of {}",
+        "coordinator memory: {rss_start} KiB after a minute of load, {rss_end} KiB at the end ({:+.1}%); {kills} worker kills; {errors} failed requests of {}",
         growth * 100.0,
         samples.len()
     );

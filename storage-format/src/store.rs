@@ -702,8 +702,9 @@ impl SledStore {
     }
 
     /// Lets sled's page cache evict what it holds beyond its capacity (pages read since the
-    /// last sweep, as a server's probes read blocks); writes do this themselves. Takes about
-    /// 10 ms.
+    /// last sweep, as a server's probes read blocks), and frees the log buffers this thread
+    /// left pending (sled frees them only through deferred garbage); writes do both themselves.
+    /// Takes about 10 ms.
     pub fn sweep_page_cache(&self) -> Result<(), StoreError> {
         release_sealed_buffers();
         self.sweep.sweep()
