@@ -166,6 +166,7 @@ fn loss_level(
                         if c & flags != flags {
                             preds[p].fetch_or(flags, Relaxed);
                         }
+                        phase.touched.mark(s, them, p as u64);
                         if flags & CAND != 0 {
                             phase.candidates.mark(s, them, p as u64);
                         }

@@ -159,6 +159,12 @@ struct Phase<'a> {
     waves: [Marks; 2],
     /// Positions with a [`REVIVED`] flag.
     revived: Marks,
+    /// Positions with a [`TOUCHED`] flag: late rounds touch few positions, and the passes that
+    /// look at them would otherwise read the whole table every round.
+    touched: Marks,
+    /// Positions with a role in the trap graph ([`FORCED`] or [`ROLE_WINNER`]) when the last
+    /// search counted them: what [`search`] weighs the touched ones against.
+    roles: AtomicU64,
 }
 
 /// A position's best value for its side to move over the moves whose value is known, and
@@ -207,8 +213,22 @@ impl<'a> Phase<'a> {
         marks: &Marks,
         f: impl Fn(Color, MarkedSlots, &mut SlotPosition) -> Result<T, SolveError> + Sync,
     ) -> Result<Vec<T>, SolveError> {
+        self.par_in_marks(marks, true, f)
+    }
+
+    /// [`Phase::par_marked`], taking the marks only when `take`.
+    fn par_in_marks<T: Send + Default>(
+        &self,
+        marks: &Marks,
+        take: bool,
+        f: impl Fn(Color, MarkedSlots, &mut SlotPosition) -> Result<T, SolveError> + Sync,
+    ) -> Result<Vec<T>, SolveError> {
         self.par_over_chunks(|c, side, start, end| {
-            let blocks = marks.0[c].swap(0, Relaxed);
+            let blocks = if take {
+                marks.0[c].swap(0, Relaxed)
+            } else {
+                marks.0[c].load(Relaxed)
+            };
             if blocks == 0 {
                 return Ok(T::default());
             }
@@ -381,29 +401,32 @@ impl<'a> Phase<'a> {
     }
 
     /// Marks as forced to offend the undecided positions that can lose (all of them, or only
-    /// those touched since the last search). Returns how many positions are forced now.
+    /// those touched since the last search). Returns how many it marked.
     fn mark_forced(&self, all: bool) -> Result<u64, SolveError> {
-        let counts = self.par_chunks(|side, slots, pos| {
+        let test = |side: Color, slots: &mut dyn Iterator<Item = u64>, pos: &mut SlotPosition| {
             let states = self.states(side);
             let mut n = 0u64;
             for slot in slots {
                 let c = states[slot as usize].load(Relaxed);
-                if !is_undecided(c) || c & HOLDS != 0 {
-                    continue;
-                }
-                if c & FORCED == 0
+                if is_undecided(c)
+                    && c & (HOLDS | FORCED) == 0
                     && (all || c & TOUCHED != 0)
                     && pos.load(slot, side)
                     && self.forced(pos, !all)
                 {
                     states[slot as usize].fetch_or(FORCED, Relaxed);
                     n += 1;
-                } else if c & FORCED != 0 {
-                    n += 1;
                 }
             }
             Ok(n)
-        })?;
+        };
+        let counts = if all {
+            self.par_chunks(|side, mut slots, pos| test(side, &mut slots, pos))?
+        } else {
+            self.par_in_marks(&self.touched, false, |side, mut slots, pos| {
+                test(side, &mut slots, pos)
+            })?
+        };
         Ok(counts.into_iter().sum())
     }
 
@@ -553,6 +576,8 @@ pub(crate) fn decide(
         candidates: marks(),
         waves: [marks(), marks()],
         revived: marks(),
+        touched: marks(),
+        roles: AtomicU64::new(0),
     };
     let mut total = 0u64;
     if exits {
@@ -566,12 +591,12 @@ pub(crate) fn decide(
     if both_attack {
         for round in 1u8.. {
             let t0 = std::time::Instant::now();
-            let forced = phase.mark_forced(round == 1)?;
+            let newly_forced = phase.mark_forced(round == 1)?;
             let t1 = t0.elapsed().as_secs_f64();
             let terminals = search::trap_round(&phase, round, round == 1)?;
             let t2 = t0.elapsed().as_secs_f64();
             if terminals == 0 {
-                tracing::debug!(table = %index.signature(), round, forced, "no trap");
+                tracing::debug!(table = %index.signature(), round, newly_forced, "no trap");
                 break;
             }
             let decided = levels::run(&phase, round, BTreeMap::new())?;
@@ -580,7 +605,7 @@ pub(crate) fn decide(
                 round,
                 decided: total,
             });
-            tracing::debug!(table = %index.signature(), round, forced, terminals, decided = total,
+            tracing::debug!(table = %index.signature(), round, newly_forced, terminals, decided = total,
                 forced_secs = t1, search_secs = t2 - t1, levels_secs = t0.elapsed().as_secs_f64() - t2, "rule round");
         }
     }

@@ -14,7 +14,10 @@
 //! 3. *Components.* What stays forms the trap graph; it falls apart into connected components
 //!    (lock-free union-find, every root the smallest node of its component). A component none
 //!    of whose positions was touched since the last round is skipped: its positions and moves
-//!    are those of the last round, which found no trap in it.
+//!    are those of the last round, which found no trap in it. When the safety pass started
+//!    from the last round's fixed point (few positions touched), the components with a touched
+//!    node are found instead by a walk from those nodes along the graph's moves both ways
+//!    (un-moves backwards), which does not read the whole table.
 //! 4. *Batches.* Components are handed to the rule engine in batches of bounded size, each as
 //!    an explicit graph with every move classified (check, chase of which pieces, idle); the
 //!    engine's traps are written as this round's terminals.
@@ -31,7 +34,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use xiangqi::repetition::{Classifier, MoveClass};
-use xiangqi::{Color, Move, Square};
+use xiangqi::{Color, Move, MoveList, Square};
 use xqtb_core::{MAX_PIECES, Rule};
 
 /// Nodes handed to the rule engine at once: bounds the memory of the explicit graphs (a larger
@@ -60,28 +63,40 @@ struct NodeSet {
 }
 
 impl NodeSet {
-    fn of(phase: &Phase, flags: u16) -> NodeSet {
+    /// The undecided positions with any of `flags`; on the way, counts those with any of
+    /// `counted` (the scan reads the whole table: a second one would cost as much).
+    fn of(phase: &Phase, flags: u16, counted: u16) -> (NodeSet, u64) {
         let size = phase.solver.len();
         let total = 2 * size;
+        let count = AtomicU64::new(0);
         let bits: Vec<u64> = (0..total.div_ceil(64))
             .into_par_iter()
             .map(|w| {
                 let first = w * 64;
-                let member = |c: u16| (is_undecided(c) && c & flags != 0) as u64;
+                let with = |c: u16, f: u16| (is_undecided(c) && c & f != 0) as u64;
                 let (side, slot) = pos_of(size, first);
-                if slot + 64 <= size {
+                let (x, n) = if slot + 64 <= size {
                     // The whole word lies on one side: a branch-free scan of its 64 states.
                     let states = &phase.states(side)[slot as usize..slot as usize + 64];
-                    return states
+                    states
                         .iter()
                         .enumerate()
-                        .fold(0u64, |x, (b, a)| x | member(a.load(Relaxed)) << b);
+                        .fold((0u64, 0u64), |(x, n), (b, a)| {
+                            let c = a.load(Relaxed);
+                            (x | with(c, flags) << b, n + with(c, counted))
+                        })
+                } else {
+                    (0..64)
+                        .take_while(|b| first + b < total)
+                        .fold((0u64, 0u64), |(x, n), b| {
+                            let c = phase.code(pos_of(size, first + b));
+                            (x | with(c, flags) << b, n + with(c, counted))
+                        })
+                };
+                if n > 0 {
+                    count.fetch_add(n, Relaxed);
                 }
-                (0..64)
-                    .take_while(|b| first + b < total)
-                    .fold(0u64, |x, b| {
-                        x | member(phase.code(pos_of(size, first + b))) << b
-                    })
+                x
             })
             .collect();
         let mut ranks = Vec::with_capacity(bits.len().div_ceil(8));
@@ -90,11 +105,12 @@ impl NodeSet {
             ranks.push(n);
             n += block.iter().map(|w| w.count_ones()).sum::<u32>();
         }
-        NodeSet {
+        let set = NodeSet {
             bits,
             ranks,
             len: n,
-        }
+        };
+        (set, count.into_inner())
     }
 
     fn id(&self, e: u64) -> Option<u32> {
@@ -106,6 +122,24 @@ impl NodeSet {
         let block = w / 8 * 8;
         let before: u32 = self.bits[block..w].iter().map(|x| x.count_ones()).sum();
         Some(self.ranks[w / 8] + before + (self.bits[w] & ((1u64 << b) - 1)).count_ones())
+    }
+
+    /// The entry of node `id` (which must be below [`NodeSet::len`]).
+    fn entry(&self, id: u32) -> u64 {
+        let blk = self.ranks.partition_point(|&r| r <= id) - 1;
+        let mut left = id - self.ranks[blk];
+        for (w, &x) in self.bits.iter().enumerate().skip(blk * 8) {
+            let n = x.count_ones();
+            if left < n {
+                let mut x = x;
+                for _ in 0..left {
+                    x &= x - 1;
+                }
+                return w as u64 * 64 + x.trailing_zeros() as u64;
+            }
+            left -= n;
+        }
+        unreachable!("node {id} of a set of {}", self.len)
     }
 
     /// The (entry, id) pairs of the set in the rank blocks `blocks`, in order.
@@ -243,8 +277,70 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
         // trap runs through it and nobody's safety depends on it.
         drop_stale_winners(phase);
     }
-    let nodes = NodeSet::of(phase, OFFENDER | WINNER);
     let t1 = t0.elapsed().as_secs_f64();
+    let codes = [
+        rule_value(s, Rule::PerpetualCheck, round, 0)?.encode(),
+        rule_value(s, Rule::PerpetualChase, round, 0)?.encode(),
+    ];
+    let mut terminals = 0u64;
+    let mut engine = 0f64;
+    let mut search = |entries: Vec<u64>| -> Result<(), SolveError> {
+        let game = TableGame::build(phase, entries)?;
+        let te = std::time::Instant::now();
+        let found = traps(&game, &vec![None; game.nodes()]);
+        engine += te.elapsed().as_secs_f64();
+        for (list, code) in [(&found.check, codes[0]), (&found.chase, codes[1])] {
+            for &n in list {
+                let (side, slot) = pos_of(size, game.entries[n as usize]);
+                phase.states(side)[slot as usize].store(code, Relaxed);
+                phase.note_decided(side, slot, 0);
+            }
+            terminals += list.len() as u64;
+        }
+        Ok(())
+    };
+    let searched = if fresh {
+        search_by_union(phase, all, &mut search)?
+    } else {
+        search_from_touched(phase, &mut search)?
+    };
+    // The roles that stayed are the next round's start (see the module documentation).
+    clear_touched(phase);
+    tracing::debug!(
+        round,
+        fresh,
+        nodes = searched.nodes,
+        searched = searched.searched,
+        batches = searched.batches,
+        terminals,
+        safety_secs = t1,
+        engine_secs = engine,
+        secs = t0.elapsed().as_secs_f64(),
+        "trap search"
+    );
+    Ok(terminals)
+}
+
+/// What a round's search looked at: the nodes of the trap graph it found, those in components
+/// it searched, and the batches it searched them in.
+struct Searched {
+    nodes: u64,
+    searched: u64,
+    batches: u64,
+}
+
+/// Hands the components of the trap graph that must be searched (all of them, or those with a
+/// touched node) to `search`, in batches: the components are found by a union over every node of
+/// the graph. Also counts the positions with a role for the next round's [`touched_many`].
+fn search_by_union(
+    phase: &Phase,
+    all: bool,
+    search: &mut dyn FnMut(Vec<u64>) -> Result<(), SolveError>,
+) -> Result<Searched, SolveError> {
+    let s = phase.solver;
+    let size = s.len();
+    let (nodes, roles) = NodeSet::of(phase, OFFENDER | WINNER, FORCED | ROLE_WINNER);
+    phase.roles.store(roles, Relaxed);
     let comps = Components::new(nodes.len);
     nodes.for_each(|e, id| {
         let (side, slot) = pos_of(size, e);
@@ -298,58 +394,117 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
         filled += n;
         searched += n;
     }
-    let t2 = t0.elapsed().as_secs_f64();
-    let mut terminals = 0u64;
-    let mut engine = 0f64;
-    for &(lo, hi) in &batches {
-        let entries: Vec<u64> = nodes
-            .bits
-            .par_chunks(64)
-            .enumerate()
-            .flat_map_iter(|(blk, _)| {
-                let mut out = Vec::new();
-                for (e, id) in nodes.block(blk * 8..(blk + 1) * 8) {
-                    let r = comps.find(id);
-                    if (lo..hi).contains(&r) && is_dirty(r) {
-                        out.push(e);
-                    }
-                }
-                out
-            })
-            .collect();
-        let game = TableGame::build(phase, entries)?;
-        let te = std::time::Instant::now();
-        let found = traps(&game, &vec![None; game.nodes()]);
-        engine += te.elapsed().as_secs_f64();
-        let codes = [
-            rule_value(s, Rule::PerpetualCheck, round, 0)?.encode(),
-            rule_value(s, Rule::PerpetualChase, round, 0)?.encode(),
-        ];
-        for (list, code) in [(&found.check, codes[0]), (&found.chase, codes[1])] {
-            for &n in list {
-                let (side, slot) = pos_of(size, game.entries[n as usize]);
-                phase.states(side)[slot as usize].store(code, Relaxed);
-                phase.note_decided(side, slot, 0);
+    // Each dirty node's batch, in one pass (a pass per batch read every node's root each time):
+    // node ids, in order, which take half the memory of entries.
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); batches.len()];
+    if !batches.is_empty() {
+        for id in 0..nodes.len {
+            let r = comps.find(id);
+            if is_dirty(r) {
+                // The batch whose range of roots holds `r` (every dirty root is in one).
+                let b = batches.partition_point(|&(lo, _)| lo <= r) - 1;
+                members[b].push(id);
             }
-            terminals += list.len() as u64;
         }
     }
-    // The roles that stayed are the next round's start (see the module documentation).
-    phase.clear(TOUCHED);
-    tracing::debug!(
-        round,
-        fresh,
-        nodes = nodes.len,
+    for ids in members {
+        let entries: Vec<u64> = ids.iter().map(|&id| nodes.entry(id)).collect();
+        drop(ids);
+        search(entries)?;
+    }
+    Ok(Searched {
+        nodes: nodes.len as u64,
         searched,
-        batches = batches.len(),
-        terminals,
-        safety_secs = t1,
-        components_secs = t2 - t1,
-        engine_secs = engine,
-        secs = t0.elapsed().as_secs_f64(),
-        "trap search"
-    );
-    Ok(terminals)
+        batches: batches.len() as u64,
+    })
+}
+
+/// Hands the components of the trap graph with a touched node to `search`, in batches, found by
+/// a walk from those nodes along the graph's moves both ways: after a round that touched few
+/// positions, a union over every node (and the scan that numbers them) would cost far more than
+/// the components it finds.
+fn search_from_touched(
+    phase: &Phase,
+    search: &mut dyn FnMut(Vec<u64>) -> Result<(), SolveError>,
+) -> Result<Searched, SolveError> {
+    let s = phase.solver;
+    let size = s.len();
+    let is_node = |c: u16| is_undecided(c) && c & (OFFENDER | WINNER) != 0;
+    let seeds: Vec<u64> = phase
+        .par_in_marks(&phase.touched, false, |side, slots, _| {
+            let states = phase.states(side);
+            Ok(slots
+                .filter(|&slot| {
+                    let c = states[slot as usize].load(Relaxed);
+                    c & TOUCHED != 0 && is_node(c)
+                })
+                .map(|slot| entry_of(size, (side, slot)))
+                .collect::<Vec<u64>>())
+        })?
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut seen = std::collections::HashSet::<u64>::new();
+    let mut pos = s.position();
+    let mut batch: Vec<u64> = Vec::new();
+    let mut out = Searched {
+        nodes: 0,
+        searched: 0,
+        batches: 0,
+    };
+    for seed in seeds {
+        if !seen.insert(seed) {
+            continue;
+        }
+        let mut component = vec![seed];
+        let mut next = 0;
+        while next < component.len() {
+            let (side, slot) = pos_of(size, component[next]);
+            next += 1;
+            let c = phase.code((side, slot));
+            if !pos.load(slot, side) {
+                continue;
+            }
+            let them = side.opponent();
+            let mut found = Vec::new();
+            let preds = phase.states(them);
+            graph_moves(phase, &mut pos, c, |_, _, q| {
+                if is_node(preds[q as usize].load(Relaxed)) {
+                    found.push(q)
+                }
+            });
+            // A move of the graph into this node: from an offender position, or from a winner
+            // position into an offender position.
+
+            for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                let pc = preds[p].load(Relaxed);
+                if is_node(pc) && (pc & OFFENDER != 0 || c & OFFENDER != 0) {
+                    found.push(p as u64);
+                }
+            }
+            for q in found {
+                let e = entry_of(size, (them, q));
+                if seen.insert(e) {
+                    component.push(e);
+                }
+            }
+        }
+        let n = component.len() as u64;
+        if !batch.is_empty() && batch.len() as u64 + n > BATCH_NODES {
+            batch.sort_unstable();
+            search(std::mem::take(&mut batch))?;
+            out.batches += 1;
+        }
+        batch.extend(component);
+        out.searched += n;
+    }
+    if !batch.is_empty() {
+        batch.sort_unstable();
+        search(batch)?;
+        out.batches += 1;
+    }
+    out.nodes = out.searched;
+    Ok(out)
 }
 
 /// Flags the forced positions as offenders and the undecided positions their moves lead to as
@@ -395,9 +550,14 @@ fn drop_stale_winners(phase: &Phase) {
 
 /// Whether the loaded position has a quiet move into an offender position.
 fn reaches_offender(phase: &Phase, pos: &mut SlotPosition) -> bool {
-    let mut any = false;
-    graph_moves(phase, pos, 0, |_, _, _| any = true);
-    any
+    let them = phase.states(pos.board.side_to_move().opponent());
+    // Slots one by one, up to the first offender position: most winner positions have one.
+    let mut moves = MoveList::new();
+    pos.board.pseudo_moves(&mut moves);
+    moves.iter().filter_map(|&m| pos.stays(m)).any(|q| {
+        let c = them[q].load(Relaxed);
+        is_undecided(c) && c & OFFENDER != 0
+    })
 }
 
 /// Tests only: how the rounds after the first start their safety pass (0 as
@@ -420,29 +580,38 @@ fn start_override() -> Option<bool> {
 }
 
 /// Whether more than a quarter of the positions with a role in the trap graph (forced to offend,
-/// or led to from such a position) were touched since the last round: giving them their roles
-/// back and checking them then costs about as much as finding the fixed point afresh (KRNvKR:
-/// 0.56 against 0.60 s at a quarter, rounds 2 and 3 about twice as much as afresh above it,
-/// the last rounds a fifth of it or less).
+/// or led to from such a position; as the last search counted them) were touched since the last
+/// round: giving them their roles back and checking them then costs about as much as finding
+/// the fixed point afresh (KRNvKR: 0.56 against 0.60 s at a quarter, rounds 2 and 3 about twice
+/// as much as afresh above it, the last rounds a fifth of it or less).
 fn touched_many(phase: &Phase) -> bool {
-    let (touched, roles) = Color::ALL
-        .par_iter()
-        .map(|&side| {
-            phase
-                .states(side)
-                .par_iter()
-                .map(|a| {
-                    let c = a.load(Relaxed);
-                    if !is_undecided(c) {
-                        return (0u64, 0u64);
-                    }
-                    let touched = c & TOUCHED != 0 && c & (FORCED | ROLE_WINNER) != 0;
-                    (touched as u64, (c & (FORCED | ROLE_WINNER) != 0) as u64)
+    let touched: u64 = phase
+        .par_in_marks(&phase.touched, false, |side, slots, _| {
+            let states = phase.states(side);
+            Ok(slots
+                .filter(|&slot| {
+                    let c = states[slot as usize].load(Relaxed);
+                    is_undecided(c) && c & TOUCHED != 0 && c & (FORCED | ROLE_WINNER) != 0
                 })
-                .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+                .count() as u64)
         })
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    4 * touched > roles
+        .map_or(0, |v| v.into_iter().sum());
+    4 * touched > phase.roles.load(Relaxed)
+}
+
+/// Takes [`TOUCHED`] from every position, and its marks.
+fn clear_touched(phase: &Phase) {
+    let _ = phase.par_marked(&phase.touched, |side, slots, _| {
+        let states = phase.states(side);
+        for slot in slots {
+            let a = &states[slot as usize];
+            let c = a.load(Relaxed);
+            if is_undecided(c) && c & TOUCHED != 0 {
+                a.store(c & !TOUCHED, Relaxed);
+            }
+        }
+        Ok(())
+    });
 }
 
 /// Takes every role of the trap search (and what was given back this round), to find the fixed
@@ -479,7 +648,7 @@ pub(super) fn revive(phase: &Phase, side: Color, slot: u64, role: u16) {
 /// (Those forced to offend this round are touched; the positions their moves lead to were given
 /// the winner role as they were marked.)
 fn revive_touched(phase: &Phase) {
-    let _ = phase.par_chunks(|side, slots, _| {
+    let _ = phase.par_in_marks(&phase.touched, false, |side, slots, _| {
         let states = phase.states(side);
         for slot in slots {
             let c = states[slot as usize].load(Relaxed);
