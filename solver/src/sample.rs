@@ -26,7 +26,7 @@
 
 use crate::position::{LEAVES, SlotPosition};
 use crate::verify::{Codes, Local, VerifyError, verify_slot};
-use crate::verify_rules::EntrySet;
+use crate::verify_rules::Findings;
 use rayon::prelude::*;
 use thiserror::Error;
 use xiangqi::{Board, Color};
@@ -263,11 +263,12 @@ fn check_with<C: Codes + ?Sized>(
     deps: &dyn Probe,
     entries: &[(Color, u64)],
 ) -> Result<(), Box<VerifyError>> {
-    // The local pass gathers forced draws into this set for the rule checks; with `both_attack`
-    // off it gathers nothing, and the set only switches on the local pass's treatment of rule
-    // values (positions lost by rule 0 plies away take their value from the rule).
-    let rule_draws = match table.rules() {
-        RuleSet::Asian => Some(EntrySet::new(table.slots().len())),
+    // The local pass gathers forced draws into these findings for the rule checks; with
+    // `both_attack` off it gathers none, and the findings only switch on the local pass's
+    // treatment of rule values (positions lost by rule 0 plies away take their value from the
+    // rule).
+    let rule_findings = match table.rules() {
+        RuleSet::Asian => Some(Findings::new(table.slots().len())),
         RuleSet::CyclesAreDraws => None,
     };
     // A whole table (or part) of several slices solved slice by slice is checked as its
@@ -279,7 +280,8 @@ fn check_with<C: Codes + ?Sized>(
         let mut counts = TableCounts::default();
         let mut local = Local {
             counts: &mut counts,
-            found: rule_draws.as_ref(),
+            found: rule_findings.as_ref(),
+            terminal_rounds: 0,
             both_attack: false,
             slices_apart,
         };

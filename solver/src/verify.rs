@@ -84,7 +84,7 @@ pub fn verify_reporting(
     match table.rules() {
         RuleSet::CyclesAreDraws => verify_values(table, deps, progress, None),
         RuleSet::Asian => {
-            let found = crate::verify_rules::EntrySet::new(table.slots().len());
+            let found = crate::verify_rules::Findings::new(table.slots().len());
             let t0 = std::time::Instant::now();
             let counts = verify_values(table, deps, progress, Some(&found))?;
             tracing::debug!(secs = t0.elapsed().as_secs_f64(), "local pass");
@@ -148,7 +148,7 @@ fn verify_values(
     progress: &(dyn Fn(Progress) + Sync),
     // Under the Asian rules: gathers the drawn entries whose side to move is forced to offend,
     // for the rule checks ([`crate::verify_rules`]).
-    rules: Option<&crate::verify_rules::EntrySet>,
+    rules: Option<&crate::verify_rules::Findings>,
 ) -> Result<TableCounts, Box<VerifyError>> {
     let both_attack = rules.is_some()
         && Color::ALL.iter().all(|&c| {
@@ -172,6 +172,7 @@ fn verify_values(
             let mut local = Local {
                 counts: &mut counts,
                 found: rules,
+                terminal_rounds: 0,
                 both_attack,
                 slices_apart: false,
             };
@@ -182,6 +183,13 @@ fn verify_values(
                     pos.board.set_side_to_move(side);
                     verify_slot(table, deps, side, slot, possible, &mut pos, &mut local)?;
                 }
+            }
+            if let Some(found) = rules
+                && local.terminal_rounds != 0
+            {
+                found
+                    .terminal_rounds
+                    .fetch_or(local.terminal_rounds, Relaxed);
             }
             let n = 2 * (end - start);
             progress(Progress::Verify {
@@ -233,8 +241,11 @@ impl Codes for Table {
 /// What one chunk of the local pass gathers.
 pub(crate) struct Local<'a> {
     pub(crate) counts: &'a mut TableCounts,
-    /// Under the Asian rules: the forced draws seen.
-    pub(crate) found: Option<&'a crate::verify_rules::EntrySet>,
+    /// Under the Asian rules: what the rule checks need, gathered here.
+    pub(crate) found: Option<&'a crate::verify_rules::Findings>,
+    /// Under the Asian rules: the rounds with a terminal position seen, a bit each (handed to
+    /// `found` at the end of a chunk, not at every position).
+    pub(crate) terminal_rounds: u32,
     /// Both sides have a piece that can check or chase (else no side can be forced to offend).
     pub(crate) both_attack: bool,
     /// The checked slots span several slices of a table solved slice by slice
@@ -329,6 +340,7 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
         if let Value::RuleLoss(r) = stored
             && r.plies == 0
         {
+            local.terminal_rounds |= 1 << r.round;
             local.counts.add(side, at, stored);
             return Ok(());
         }
@@ -341,7 +353,9 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
                     Some(v.as_exit().for_mover())
                 });
             if forced {
-                found.insert(side.index() as u64 * table.slots().len() + slot);
+                found
+                    .forced_draws
+                    .insert(side.index() as u64 * table.slots().len() + slot);
             }
         }
     }

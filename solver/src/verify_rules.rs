@@ -27,7 +27,7 @@ use crate::VerifyError;
 use crate::position::{LEAVES, SlotPosition};
 use rayon::prelude::*;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use xiangqi::repetition::{Classifier, MoveClass};
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
 use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, RuleValue, Table, Value};
@@ -83,6 +83,27 @@ pub(crate) fn forced_to_offend(
     }
     true
 }
+
+/// What the local pass of an Asian table gathers for the rule checks.
+pub(crate) struct Findings {
+    /// The drawn entries whose side to move is forced to offend.
+    pub(crate) forced_draws: EntrySet,
+    /// The rounds with a position lost by rule 0 plies away, a bit each.
+    pub(crate) terminal_rounds: AtomicU32,
+}
+
+impl Findings {
+    /// Nothing yet, over a table of `size` slots per side.
+    pub(crate) fn new(size: u64) -> Findings {
+        Findings {
+            forced_draws: EntrySet::new(size),
+            terminal_rounds: AtomicU32::new(0),
+        }
+    }
+}
+
+// Every round has a bit.
+const _: () = assert!(RuleValue::MAX_ROUND < 32);
 
 /// A set of entries (side-major: Red's slots, then Black's), marked from many threads.
 pub(crate) struct EntrySet {
@@ -466,51 +487,64 @@ fn node_arcs(
     let mut moves = MoveList::new();
     board.pseudo_moves(&mut moves);
     let mut classes: Option<Classifier> = None;
+    // Moves out of the set are looked at only until one escapes, the captures (a probe each)
+    // after the quiet moves.
     let mut escapes = false;
+    let mut leaving = false;
     for &m in moves.iter() {
-        let value = if let Some(q) = pos.stays(m) {
-            let q = q as u64;
-            let code = next[q as usize];
-            if code == Value::ILLEGAL_CODE {
-                continue;
-            }
-            if let Some(n) = nodes.rank(entry(size, them, q)) {
-                let classes = classes.get_or_insert_with(|| Classifier::new(board));
-                let (class, chased) = match classes.class(m) {
-                    MoveClass::Idle => (0, 0),
-                    MoveClass::Check => (1, 0),
-                    MoveClass::Chase(sq) => {
-                        let mut bits = 0u16;
-                        for s in sq.iter() {
-                            bits |= 1 << pos.flat_at(s);
-                        }
-                        (2, bits)
-                    }
-                };
-                out.push(
-                    Arc {
-                        to: n as u32,
-                        class,
-                        chased,
-                        follow: follow_of(m, q)?,
-                    }
-                    .pack(),
-                );
-                continue;
-            }
-            Value::decode(code)
-        } else {
-            let mut after = board.clone();
-            after.make(m);
-            match deps.probe(table.rules(), &after) {
-                Ok(v) => v.as_exit(),
-                Err(ProbeError::Illegal(_)) => continue,
-                Err(e) => return Err(fail(table, side, slot, board, e.to_string())),
-            }
+        let Some(q) = pos.stays(m) else {
+            leaving = true;
+            continue;
         };
-        escapes |= !won(value);
+        let q = q as u64;
+        let code = next[q as usize];
+        if code == Value::ILLEGAL_CODE {
+            continue;
+        }
+        if let Some(n) = nodes.rank(entry(size, them, q)) {
+            let classes = classes.get_or_insert_with(|| Classifier::new(board));
+            let (class, chased) = match classes.class(m) {
+                MoveClass::Idle => (0, 0),
+                MoveClass::Check => (1, 0),
+                MoveClass::Chase(sq) => {
+                    let mut bits = 0u16;
+                    for s in sq.iter() {
+                        bits |= 1 << pos.flat_at(s);
+                    }
+                    (2, bits)
+                }
+            };
+            out.push(
+                Arc {
+                    to: n as u32,
+                    class,
+                    chased,
+                    follow: follow_of(m, q)?,
+                }
+                .pack(),
+            );
+            continue;
+        }
+        escapes = escapes || !won(Value::decode(code));
     }
-    Ok(escapes)
+    if escapes || !leaving {
+        return Ok(escapes);
+    }
+    let mut after = board.clone();
+    for &m in moves.iter() {
+        if pos.stays(m).is_some() {
+            continue;
+        }
+        let captured = after.make(m);
+        let value = deps.probe(table.rules(), &after);
+        after.unmake(m, captured);
+        match value {
+            Ok(v) if !won(v.as_exit()) => return Ok(true),
+            Ok(_) | Err(ProbeError::Illegal(_)) => {}
+            Err(e) => return Err(fail(table, side, slot, board, e.to_string())),
+        }
+    }
+    Ok(false)
 }
 
 /// A failure at job slot `slot` of `table`.
@@ -740,105 +774,112 @@ where
     }
 }
 
-/// The rule checks of an Asian table (see the module documentation); `forced_draws` are the
-/// drawn entries whose side to move the local pass found forced to offend.
+/// The rule checks of an Asian table (see the module documentation), from what its local pass
+/// found. The draws are checked first: their set is then freed before the rounds' graphs are
+/// built, which keeps the verifier's peak memory a set lower.
 pub(crate) fn check(
+    table: &Table,
+    deps: &dyn Probe,
+    found: Findings,
+) -> Result<(), Box<VerifyError>> {
+    let Findings {
+        forced_draws,
+        terminal_rounds,
+    } = found;
+    no_trap_among_draws(table, deps, forced_draws)?;
+    let terminal_rounds = terminal_rounds.into_inner();
+    for round in (0..=RuleValue::MAX_ROUND).filter(|r| terminal_rounds >> r & 1 != 0) {
+        terminals_trapped(table, deps, round)?;
+    }
+    Ok(())
+}
+
+/// Check 1 for `round`: its terminals and the positions their offences lead to form a trap.
+fn terminals_trapped(table: &Table, deps: &dyn Probe, round: u8) -> Result<(), Box<VerifyError>> {
+    let size = table.slots().len();
+    // The round's two terminal codes, compared with every code of the table (decoding
+    // each one would cost more than the rest of the scan).
+    let terminals = [Rule::PerpetualCheck, Rule::PerpetualChase].map(|rule| {
+        Value::RuleLoss(RuleValue {
+            rule,
+            round,
+            plies: 0,
+        })
+        .encode()
+    });
+    let terminal = |c: u16| -> Option<Rule> {
+        if c == terminals[0] {
+            Some(Rule::PerpetualCheck)
+        } else if c == terminals[1] {
+            Some(Rule::PerpetualChase)
+        } else {
+            None
+        }
+    };
+    // Nodes: the terminals and the positions of this round their quiet moves lead to.
+    let set = EntrySet::new(size);
+    add_successors(
+        table,
+        &set,
+        Some(&|c| terminal(c).is_some()),
+        &|c| matches!(Value::decode(c), Value::RuleWin(r) if r.round == round),
+    );
+    // Out of the graph, an offender's move loses when it leads to a position decided before
+    // this round as won for the side to move there.
+    let before_round = |v: Value| match v {
+        Value::Win(_) => true,
+        Value::RuleWin(r) => r.round < round,
+        _ => false,
+    };
+    let t0 = std::time::Instant::now();
+    let net = build(table, deps, set.into_nodes(), &before_round)?;
+    tracing::debug!(
+        round,
+        nodes = net.len(),
+        secs = t0.elapsed().as_secs_f64(),
+        "rule check graph"
+    );
+    let mut trapped = std::collections::HashMap::new();
+    for (node, e) in net.nodes.entries_from(0).enumerate() {
+        let (side, slot) = split(size, e);
+        let Some(rule) = terminal(table.codes(side)[slot as usize]) else {
+            continue;
+        };
+        let winner = side.opponent();
+        let check = trapped
+            .entry((winner, Rule::PerpetualCheck))
+            .or_insert_with(|| net.trapped(winner, Rule::PerpetualCheck))[node];
+        let ok = match rule {
+            Rule::PerpetualCheck => check,
+            Rule::PerpetualChase => {
+                !check
+                    && trapped
+                        .entry((winner, Rule::PerpetualChase))
+                        .or_insert_with(|| net.trapped(winner, Rule::PerpetualChase))[node]
+            }
+        };
+        if !ok {
+            return Err(fail_at(
+                table,
+                side,
+                slot,
+                format!(
+                    "stored as lost by {} in round {round}, but the positions around it do not trap it",
+                    rule.name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Check 2: no trap among the drawn positions whose side to move can only offend or lose.
+fn no_trap_among_draws(
     table: &Table,
     deps: &dyn Probe,
     forced_draws: EntrySet,
 ) -> Result<(), Box<VerifyError>> {
     let size = table.slots().len();
-    let mut rounds: Vec<u8> = Color::ALL
-        .iter()
-        .flat_map(|&side| {
-            table
-                .codes(side)
-                .par_iter()
-                .filter_map(|&c| match Value::decode(c) {
-                    Value::RuleLoss(r) if r.plies == 0 => Some(r.round),
-                    _ => None,
-                })
-                .collect::<std::collections::BTreeSet<u8>>()
-        })
-        .collect();
-    rounds.sort_unstable();
-    rounds.dedup();
-    for round in rounds {
-        // The round's two terminal codes, compared with every code of the table (decoding
-        // each one would cost more than the rest of the scan).
-        let terminals = [Rule::PerpetualCheck, Rule::PerpetualChase].map(|rule| {
-            Value::RuleLoss(RuleValue {
-                rule,
-                round,
-                plies: 0,
-            })
-            .encode()
-        });
-        let terminal = |c: u16| -> Option<Rule> {
-            if c == terminals[0] {
-                Some(Rule::PerpetualCheck)
-            } else if c == terminals[1] {
-                Some(Rule::PerpetualChase)
-            } else {
-                None
-            }
-        };
-        // Nodes: the terminals and the positions of this round their quiet moves lead to.
-        let set = EntrySet::new(size);
-        add_successors(
-            table,
-            &set,
-            Some(&|c| terminal(c).is_some()),
-            &|c| matches!(Value::decode(c), Value::RuleWin(r) if r.round == round),
-        );
-        // Out of the graph, an offender's move loses when it leads to a position decided before
-        // this round as won for the side to move there.
-        let before_round = |v: Value| match v {
-            Value::Win(_) => true,
-            Value::RuleWin(r) => r.round < round,
-            _ => false,
-        };
-        let t0 = std::time::Instant::now();
-        let net = build(table, deps, set.into_nodes(), &before_round)?;
-        tracing::debug!(
-            round,
-            nodes = net.len(),
-            secs = t0.elapsed().as_secs_f64(),
-            "rule check graph"
-        );
-        let mut trapped = std::collections::HashMap::new();
-        for (node, e) in net.nodes.entries_from(0).enumerate() {
-            let (side, slot) = split(size, e);
-            let Some(rule) = terminal(table.codes(side)[slot as usize]) else {
-                continue;
-            };
-            let winner = side.opponent();
-            let check = trapped
-                .entry((winner, Rule::PerpetualCheck))
-                .or_insert_with(|| net.trapped(winner, Rule::PerpetualCheck))[node];
-            let ok = match rule {
-                Rule::PerpetualCheck => check,
-                Rule::PerpetualChase => {
-                    !check
-                        && trapped
-                            .entry((winner, Rule::PerpetualChase))
-                            .or_insert_with(|| net.trapped(winner, Rule::PerpetualChase))[node]
-                }
-            };
-            if !ok {
-                return Err(fail_at(
-                    table,
-                    side,
-                    slot,
-                    format!(
-                        "stored as lost by {} in round {round}, but the positions around it do not trap it",
-                        rule.name()
-                    ),
-                ));
-            }
-        }
-    }
-    // No trap among the draws.
     if forced_draws.is_empty() {
         return Ok(());
     }
