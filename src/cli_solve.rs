@@ -190,10 +190,9 @@ pub fn cpu_seconds() -> f64 {
     worker::cpu_seconds().unwrap_or(0.0)
 }
 
-/// Peak resident memory of this process, for reports.
+/// Peak resident memory of this process, for reports, in MB of 10^6 bytes (as every size the
+/// tool prints).
 pub fn peak_memory() -> String {
-    worker::peak_rss_bytes().map_or_else(
-        || "unknown".into(),
-        |b| format!("{:.1} MB", b as f64 / (1024.0 * 1024.0)),
-    )
+    worker::peak_rss_bytes()
+        .map_or_else(|| "unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6))
 }
