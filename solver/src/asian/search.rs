@@ -466,18 +466,18 @@ fn search_from_touched(
                 continue;
             }
             let them = side.opponent();
+            // Successors and predecessors alike have the other side to move.
+            let other = phase.states(them);
             let mut found = Vec::new();
-            let preds = phase.states(them);
             graph_moves(phase, &mut pos, c, |_, _, q| {
-                if is_node(preds[q as usize].load(Relaxed)) {
+                if is_node(other[q as usize].load(Relaxed)) {
                     found.push(q)
                 }
             });
             // A move of the graph into this node: from an offender position, or from a winner
             // position into an offender position.
-
-            for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                let pc = preds[p].load(Relaxed);
+            for &p in pos.predecessors(|p| prefetch(&other[p])) {
+                let pc = other[p].load(Relaxed);
                 if is_node(pc) && (pc & OFFENDER != 0 || c & OFFENDER != 0) {
                     found.push(p as u64);
                 }
