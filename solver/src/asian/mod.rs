@@ -162,8 +162,9 @@ struct Phase<'a> {
     /// Positions with a [`TOUCHED`] flag: late rounds touch few positions, and the passes that
     /// look at them would otherwise read the whole table every round.
     touched: Marks,
-    /// Positions with a role in the trap graph ([`FORCED`] or [`ROLE_WINNER`]) when the last
-    /// search counted them: what [`search`] weighs the touched ones against.
+    /// Positions with a role in the trap graph ([`FORCED`] or [`ROLE_WINNER`]) as the last
+    /// search that numbered the graph's nodes counted them (a search that walks from touched
+    /// nodes does not count): what [`search`] weighs the touched ones against.
     roles: AtomicU64,
 }
 
