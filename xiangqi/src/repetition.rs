@@ -135,11 +135,14 @@ fn threatened_on(board: &mut Board, by: Color) -> Squares {
     // capture, so with none there is nothing to look at (the common case, decided without
     // generating a move).
     let mut victims = 0u128;
-    for (t, v) in board.pieces() {
-        if v.color() == them
-            && v.kind() != PieceKind::King
+    let mut theirs = board.occupancy(them);
+    while theirs != 0 {
+        let t = Square::from_u8(theirs.trailing_zeros() as u8);
+        theirs &= theirs - 1;
+        let v = board.piece_at(t).expect("a piece of the other side");
+        if v.kind() != PieceKind::King
             && (v.kind() != PieceKind::Pawn || crossed(them, t))
-            && board.is_attacked(t.index() as u8, by)
+            && board.attacked_by_capturer(t.index() as u8, by)
         {
             victims |= 1u128 << t.index();
         }
@@ -213,8 +216,9 @@ fn is_legal_for(board: &mut Board, side: Color, m: Move, in_check: bool) -> bool
 /// Classifies the moves of one position, computing what the mover threatens before any move
 /// once, on first need.
 pub struct Classifier {
-    before: Board,
+    mover: Color,
     threats_before: Option<u128>,
+    /// The position before any move; each move is made on it and taken back.
     scratch: Board,
 }
 
@@ -222,7 +226,7 @@ impl Classifier {
     /// A classifier for the moves of `before` (its mover to move).
     pub fn new(before: &Board) -> Classifier {
         Classifier {
-            before: before.clone(),
+            mover: before.side_to_move(),
             threats_before: None,
             scratch: before.clone(),
         }
@@ -230,9 +234,9 @@ impl Classifier {
 
     /// What the legal non-capturing move `m` does.
     pub fn class(&mut self, m: Move) -> MoveClass {
-        let mover = self.before.side_to_move();
+        let mover = self.mover;
         let captured = self.scratch.make(m);
-        if self.scratch.in_check(mover.opponent()) {
+        if self.scratch.in_check_from_pieces(mover.opponent()) {
             self.scratch.unmake(m, captured);
             return MoveClass::Check;
         }
