@@ -345,7 +345,7 @@ impl<'a> Phase<'a> {
     /// positions those moves lead to get [`ROLE_WINNER`]; with `revive` (rounds after the
     /// first, whose trap search keeps the last round's roles) a position that gets it is given
     /// the winner role of the search too ([`search::revive`]).
-    fn forced(&self, pos: &mut SlotPosition, revive: bool) -> bool {
+    fn forced(&self, pos: &mut SlotPosition, revive: bool, open: &mut Vec<usize>) -> bool {
         let side = pos.board.side_to_move();
         let them = self.states(side.opponent());
         let mut moves = MoveList::new();
@@ -362,21 +362,18 @@ impl<'a> Phase<'a> {
                 .filter(move |m| Some(m.from()) == king)
                 .chain(others.filter(move |m| Some(m.from()) != king))
         };
-        // The moves of the side to move into undecided positions (decided successors are wins
+        // The positions its moves into undecided positions lead to (decided successors are wins
         // for the opponent, or this position would be decided).
-        let open = |m: Move| {
-            let q = pos.stays(m)?;
-            is_undecided(them[q].load(Relaxed)).then_some(q)
-        };
-        let mut any = false;
+        open.clear();
         let mut checks = true;
         let mut chased = !0u128;
         let mut classifier: Option<Classifier> = None;
         for &m in king_first() {
-            if open(m).is_none() {
+            let Some(q) = pos.stays(m) else { continue };
+            if !is_undecided(them[q].load(Relaxed)) {
                 continue;
             }
-            any = true;
+            open.push(q);
             match classifier
                 .get_or_insert_with(|| Classifier::new(&pos.board))
                 .class(m)
@@ -393,13 +390,11 @@ impl<'a> Phase<'a> {
             }
         }
         // A position without a move into an undecided one would be decided.
-        if !any {
+        if open.is_empty() {
             return false;
         }
-        // Forced: its moves into undecided positions lead to positions of the winner role (found
-        // again rather than kept: few positions are forced).
-        for &m in moves.iter() {
-            let Some(q) = open(m) else { continue };
+        // Forced: its moves into undecided positions lead to positions of the winner role.
+        for &q in open.iter() {
             let a = &them[q];
             let c = a.load(Relaxed);
             if c & ROLE_WINNER == 0 {
@@ -418,13 +413,14 @@ impl<'a> Phase<'a> {
         let test = |side: Color, slots: &mut dyn Iterator<Item = u64>, pos: &mut SlotPosition| {
             let states = self.states(side);
             let mut n = 0u64;
+            let mut open = Vec::with_capacity(xiangqi::MAX_MOVES);
             for slot in slots {
                 let c = states[slot as usize].load(Relaxed);
                 if is_undecided(c)
                     && c & (HOLDS | FORCED) == 0
                     && (all || c & TOUCHED != 0)
                     && pos.load(slot, side)
-                    && self.forced(pos, !all)
+                    && self.forced(pos, !all, &mut open)
                 {
                     states[slot as usize].fetch_or(FORCED, Relaxed);
                     n += 1;
