@@ -131,9 +131,9 @@ pub fn threatened(board: &Board, by: Color) -> Squares {
 /// [`threatened`] on a board it may change in between (it is left as it was found).
 fn threatened_on(board: &mut Board, by: Color) -> Squares {
     let them = by.opponent();
-    // The chaseable pieces of the other side that some piece of `by` attacks: a threat needs a
-    // capture, so with none there is nothing to look at (the common case, decided without
-    // generating a move).
+    // The chaseable pieces of the other side that a chariot, horse or cannon of `by` can
+    // capture: a threat needs such a capture, so with none there is nothing to look at (the
+    // common case, decided without generating a move).
     let mut victims = 0u128;
     let mut theirs = board.occupancy(them);
     while theirs != 0 {

@@ -341,10 +341,10 @@ impl<'a> Phase<'a> {
 
     /// Whether the side to move of the loaded position (undecided, its captures and exits all
     /// losing) is forced to offend: every legal move in the job into an undecided position is a
-    /// check, or every one chases one and the same piece, and every other move loses. When it is, the
-    /// positions those moves lead to get [`ROLE_WINNER`]; with `revive` (rounds after the
-    /// first, whose trap search keeps the last round's roles) a position that gets it is given
-    /// the winner role of the search too ([`search::revive`]).
+    /// check, or every one chases one and the same piece, and every other move loses. When it
+    /// is, the positions those moves lead to get [`ROLE_WINNER`]; with `revive` (rounds after
+    /// the first, whose trap search keeps the last round's roles) a position that gets it is
+    /// given the winner role of the search too ([`search::revive`]). `open` is scratch space.
     fn forced(&self, pos: &mut SlotPosition, revive: bool, open: &mut Vec<usize>) -> bool {
         let side = pos.board.side_to_move();
         let them = self.states(side.opponent());
