@@ -9,7 +9,10 @@
 //! wins of the same level (the better rule is kept, whoever writes first), and a candidate's
 //! test only reads positions of the other side decided at earlier levels.
 
-use super::{CAND, HOLDS, Phase, Pos, TOUCHED, is_undecided, rule_value};
+use super::{
+    CAND, IfLost, Phase, Pos, TOUCHED, is_undecided, rule_value, with_witness, witness,
+    witness_hash,
+};
 use crate::position::prefetch;
 use crate::solve::SolveError;
 use rayon::prelude::*;
@@ -155,10 +158,14 @@ fn loss_level(
                 if !won.contains(&c) || !pos.load(slot, side) {
                     continue;
                 }
+                let hash = witness_hash(slot);
                 for &p in pos.predecessors(|p| prefetch(&preds[p])) {
                     let c = preds[p].load(Relaxed);
                     if is_undecided(c) {
-                        let flags = if c & HOLDS == 0 {
+                        // A position that holds (its witness value no hash takes) never loses;
+                        // one with a witness of another hash keeps it.
+                        let w = witness(c);
+                        let flags = if w == 0 || w == hash {
                             CAND | TOUCHED
                         } else {
                             TOUCHED
@@ -186,15 +193,23 @@ fn loss_level(
             if !is_undecided(c) || c & CAND == 0 {
                 continue;
             }
-            states[slot as usize].store(c & !CAND, Relaxed);
+            let state = &states[slot as usize];
+            state.store(c & !CAND, Relaxed);
             if !pos.load(slot, side) {
                 continue;
             }
-            let Some(look) = phase.look_if_lost(pos)? else {
-                continue;
+            let look = match phase.look_if_lost(pos)? {
+                IfLost::Open(q) => {
+                    state.store(with_witness(c & !CAND, witness_hash(q as u64)), Relaxed);
+                    continue;
+                }
+                IfLost::AllWon(look) => look,
             };
+            // Every move staying in the job loses: no witness (the moves leaving it may still
+            // keep it from losing now, and not later).
+            state.store(with_witness(c & !CAND, 0), Relaxed);
             if lost(look.best, look.open) {
-                states[slot as usize].store(look.best.encode(), Relaxed);
+                state.store(look.best.encode(), Relaxed);
                 phase.note_decided(side, slot, level);
                 changed += 1;
             } else if !look.open

@@ -36,16 +36,26 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU16, AtomicU64};
 use xiangqi::repetition::{Classifier, MoveClass};
-use xiangqi::{Color, Move, MoveList};
+use xiangqi::{Color, Move, MoveList, Square};
 use xqtb_core::{Probe, Rule, RuleValue, Value};
 
 /// State of a position no phase has decided yet (a draw if it stays so); the low bits hold the
-/// flags below.
+/// flags and the witness below.
 pub(crate) const UNDECIDED: u16 = Value::FIRST_FREE_CODE;
-/// A capture does not lose (it draws): the position can be won, never lost.
-const HOLDS: u16 = 1 << 0;
-/// A candidate of the current loss level.
-const CAND: u16 = 1 << 1;
+/// The loss levels' witness: three bits (0, 1 and 10) holding a hash of one successor of the
+/// position that is not won for its side to move (see [`witness_hash`]; 0 for none), so that a
+/// position is taken as a candidate of a loss level only when the position just won has that
+/// hash: otherwise the witness still keeps it from losing, and the test would fail. Set by the
+/// forced-to-offend test (a move into an undecided position) and by every failed candidate
+/// test; a position is looked at again whenever a successor with its witness's hash is won, so
+/// the witness is never stale. On KRNvKR this drops about half the candidate tests.
+const WITNESS: u16 = 1 << 0 | 1 << 1 | 1 << 10;
+/// A capture does not lose (it draws): the position can be won, never lost. The one witness
+/// value no hash takes: such a position is never a candidate and never tested for a witness.
+const HOLDS: u16 = WITNESS;
+/// A candidate of the current loss level. Shares its bit with [`REVIVED`]: candidates live
+/// within a loss level, revived positions within a trap search.
+const CAND: u16 = REVIVED;
 /// A successor was decided since the last trap search: whether it is forced to offend, and
 /// the traps around it, must be looked at again.
 const TOUCHED: u16 = 1 << 2;
@@ -70,14 +80,61 @@ const ROLE_WINNER: u16 = 1 << 8;
 /// In the trap search's safety pass: given a role back this round, so whether it keeps it is
 /// to be checked.
 const REVIVED: u16 = 1 << 9;
-const FLAGS: u16 = 0x3FF;
-// Undecided states, whatever their flags, are no value and not the illegal code.
-const _: () = assert!(UNDECIDED & FLAGS == 0 && (UNDECIDED | FLAGS) < Value::ILLEGAL_CODE);
+/// Every bit an undecided state may carry. All of them at once would be the illegal code: a
+/// position that holds is never forced to offend, so that never happens.
+const FLAGS: u16 = 0x7FF;
+const _: () = assert!(UNDECIDED & FLAGS == 0 && UNDECIDED | FLAGS == Value::ILLEGAL_CODE);
+// The flags and the witness are apart and fill the bits.
+const _: () = {
+    let all = [
+        WITNESS,
+        TOUCHED,
+        FORCED,
+        OFFENDER,
+        WINNER,
+        WAVE_WINNER,
+        WAVE_OFFENDER,
+        ROLE_WINNER,
+        REVIVED,
+    ];
+    let (mut union, mut bits, mut i) = (0u16, 0u32, 0);
+    while i < all.len() {
+        union |= all[i];
+        bits += all[i].count_ones();
+        i += 1;
+    }
+    assert!(union == FLAGS && bits == FLAGS.count_ones());
+};
 
-/// Whether a state is undecided (whatever its flags).
+/// Whether a state is undecided (whatever its flags): a code from [`UNDECIDED`] up to, not
+/// including, the illegal code.
 #[inline]
 pub(crate) fn is_undecided(c: u16) -> bool {
-    c & !FLAGS == UNDECIDED
+    c.wrapping_sub(UNDECIDED) < FLAGS
+}
+
+/// Whether an undecided state [`HOLDS`].
+#[inline]
+fn holds(c: u16) -> bool {
+    c & WITNESS == HOLDS
+}
+
+/// The witness value of an undecided state: 0 for none, else a [`witness_hash`].
+#[inline]
+fn witness(c: u16) -> u16 {
+    (c & 3) | (c >> 8 & 4)
+}
+
+/// `c` with witness value `w`.
+#[inline]
+fn with_witness(c: u16, w: u16) -> u16 {
+    c & !WITNESS | (w & 3) | (w & 4) << 8
+}
+
+/// The witness value of a successor's job slot: 1 to 6.
+#[inline]
+fn witness_hash(q: u64) -> u16 {
+    (q % 6) as u16 + 1
 }
 
 /// A table entry: side to move and slot.
@@ -173,6 +230,15 @@ struct Phase<'a> {
 struct Look {
     best: Value,
     open: bool,
+}
+
+/// What [`Phase::look_if_lost`] found.
+enum IfLost {
+    /// Every legal move staying in the job leads to a position won for the opponent; the
+    /// position's [`Look`].
+    AllWon(Look),
+    /// The move into this job slot (of the opponent) does not.
+    Open(usize),
 }
 
 impl<'a> Phase<'a> {
@@ -298,10 +364,10 @@ impl<'a> Phase<'a> {
     }
 
     /// [`Phase::look`] at a position (undecided, its captures and exits all losing) when every
-    /// legal move staying in the job leads to a position won for the opponent; `None`, found at
-    /// the first other such move, otherwise. The moves leaving the job are looked at last, only
+    /// legal move staying in the job leads to a position won for the opponent; otherwise the
+    /// first other such move's successor. The moves leaving the job are looked at last, only
     /// when the others all lose.
-    fn look_if_lost(&self, pos: &mut SlotPosition) -> Result<Option<Look>, SolveError> {
+    fn look_if_lost(&self, pos: &mut SlotPosition) -> Result<IfLost, SolveError> {
         let them = self.states(pos.board.side_to_move().opponent());
         // Slots are computed one by one, as in the retrograde solver's loss test: most
         // candidates fail at one of their first moves, so prefetching them all does not pay.
@@ -314,7 +380,7 @@ impl<'a> Phase<'a> {
                 continue;
             }
             if is_undecided(c) || !Value::decode(c).is_win() {
-                return Ok(None);
+                return Ok(IfLost::Open(q));
             }
             let v = Value::decode(c).for_mover();
             if v.preference() > best.preference() {
@@ -336,7 +402,7 @@ impl<'a> Phase<'a> {
                 }
             }
         }
-        Ok(Some(Look { best, open }))
+        Ok(IfLost::AllWon(Look { best, open }))
     }
 
     /// Whether the side to move of the loaded position (undecided, its captures and exits all
@@ -344,31 +410,45 @@ impl<'a> Phase<'a> {
     /// check, or every one chases one and the same piece, and every other move loses. When it
     /// is, the positions those moves lead to get [`ROLE_WINNER`]; with `revive` (rounds after
     /// the first, whose trap search keeps the last round's roles) a position that gets it is
-    /// given the winner role of the search too ([`search::revive`]). `open` is scratch space.
-    fn forced(&self, pos: &mut SlotPosition, revive: bool, open: &mut Vec<usize>) -> bool {
+    /// given the winner role of the search too ([`search::revive`]). Also returns a witness
+    /// for the loss levels (0 for none): a move into an undecided position. `open` is scratch
+    /// space.
+    fn forced(&self, pos: &mut SlotPosition, revive: bool, open: &mut Vec<usize>) -> (bool, u16) {
         let side = pos.board.side_to_move();
         let them = self.states(side.opponent());
-        let mut moves = MoveList::new();
-        pos.board.pseudo_moves(&mut moves);
         // The king's moves first: they are seldom checks or chases, and lead to an undecided
         // position more often than the other pieces' (on KRNvKR a quarter fewer successors are
-        // looked at before the first idle move). Slots are computed one by one: most positions
-        // have such a move among their first few, so computing every successor first does not
-        // pay.
-        let king = pos.board.king_square(side);
-        let king_first = || {
-            let (kings, others) = (moves.iter(), moves.iter());
-            kings
-                .filter(move |m| Some(m.from()) == king)
-                .chain(others.filter(move |m| Some(m.from()) != king))
-        };
+        // looked at before the first idle move). The other pieces' moves are generated only
+        // when no king move settles it. Slots are computed one by one: most positions have
+        // such a move among their first few, so computing every successor first does not pay.
+        let board = &pos.board;
+        let king = board.king_square(side);
+        let mut moves = MoveList::new();
+        let mut others = board.occupancy(side);
+        if let Some(k) = king {
+            board.piece_pseudo_moves(k, &mut moves);
+            others &= !(1u128 << k.index());
+        }
         // The positions its moves into undecided positions lead to (decided successors are wins
         // for the opponent, or this position would be decided).
         open.clear();
         let mut checks = true;
         let mut chased = !0u128;
         let mut classifier: Option<Classifier> = None;
-        for &m in king_first() {
+        let mut next = 0;
+        loop {
+            if next == moves.len() {
+                if others == 0 {
+                    break;
+                }
+                let s = Square::from_index(others.trailing_zeros() as usize);
+                others &= others - 1;
+                pos.board
+                    .piece_pseudo_moves(s.expect("a square of the board"), &mut moves);
+                continue;
+            }
+            let m = moves[next];
+            next += 1;
             let Some(q) = pos.stays(m) else { continue };
             if !is_undecided(them[q].load(Relaxed)) {
                 continue;
@@ -383,16 +463,16 @@ impl<'a> Phase<'a> {
                     checks = false;
                     chased &= sq.0;
                 }
-                MoveClass::Idle => return false,
+                MoveClass::Idle => return (false, witness_hash(q as u64)),
             }
             if !checks && chased == 0 {
-                return false;
+                return (false, witness_hash(q as u64));
             }
         }
         // A position without a move into an undecided one would be decided.
-        if open.is_empty() {
-            return false;
-        }
+        let Some(&first) = open.first() else {
+            return (false, 0);
+        };
         // Forced: its moves into undecided positions lead to positions of the winner role.
         for &q in open.iter() {
             let a = &them[q];
@@ -404,7 +484,7 @@ impl<'a> Phase<'a> {
                 }
             }
         }
-        true
+        (true, witness_hash(first as u64))
     }
 
     /// Marks as forced to offend the undecided positions that can lose (all of them, or only
@@ -415,16 +495,24 @@ impl<'a> Phase<'a> {
             let mut n = 0u64;
             let mut open = Vec::with_capacity(xiangqi::MAX_MOVES);
             for slot in slots {
-                let c = states[slot as usize].load(Relaxed);
-                if is_undecided(c)
-                    && c & (HOLDS | FORCED) == 0
-                    && (all || c & TOUCHED != 0)
-                    && pos.load(slot, side)
-                    && self.forced(pos, !all, &mut open)
+                let state = &states[slot as usize];
+                let c = state.load(Relaxed);
+                if !is_undecided(c)
+                    || holds(c)
+                    || c & FORCED != 0
+                    || !(all || c & TOUCHED != 0)
+                    || !pos.load(slot, side)
                 {
-                    states[slot as usize].fetch_or(FORCED, Relaxed);
-                    n += 1;
+                    continue;
                 }
+                let (forced, w) = self.forced(pos, !all, &mut open);
+                let flag = if forced { FORCED } else { 0 };
+                if witness(c) != w || forced {
+                    // Other positions' tests may flag this one meanwhile.
+                    let _ =
+                        state.fetch_update(Relaxed, Relaxed, |c| Some(with_witness(c, w) | flag));
+                }
+                n += forced as u64;
             }
             Ok(n)
         };
@@ -448,7 +536,7 @@ impl<'a> Phase<'a> {
             let mut out = Vec::new();
             for slot in slots {
                 let c = states[slot as usize].load(Relaxed);
-                if !is_undecided(c) || c & HOLDS == 0 || !pos.load(slot, side) {
+                if !is_undecided(c) || !holds(c) || !pos.load(slot, side) {
                     continue;
                 }
                 let look = self.look(pos)?;
@@ -464,7 +552,8 @@ impl<'a> Phase<'a> {
                     }
                 }
                 if best_capture.is_loss() {
-                    states[slot as usize].fetch_and(!HOLDS, Relaxed);
+                    // No witness yet.
+                    states[slot as usize].fetch_and(!WITNESS, Relaxed);
                 }
                 if (look.best.is_win() || (look.best.is_loss() && !look.open))
                     && look.best.rule().is_some()
