@@ -444,7 +444,14 @@ fn search_from_touched(
         .into_iter()
         .flatten()
         .collect();
-    let mut seen = std::collections::HashSet::<u64>::new();
+    // One bit per entry (a hash set cost more than the walk's other bookkeeping).
+    let mut seen = vec![0u64; (2 * size).div_ceil(64) as usize];
+    let mut insert = |e: u64| {
+        let (w, bit) = ((e / 64) as usize, 1u64 << (e % 64));
+        let new = seen[w] & bit == 0;
+        seen[w] |= bit;
+        new
+    };
     let mut pos = s.position();
     let mut batch: Vec<u64> = Vec::new();
     let mut out = Searched {
@@ -453,7 +460,7 @@ fn search_from_touched(
         batches: 0,
     };
     for seed in seeds {
-        if !seen.insert(seed) {
+        if !insert(seed) {
             continue;
         }
         let mut component = vec![seed];
@@ -484,7 +491,7 @@ fn search_from_touched(
             }
             for q in found {
                 let e = entry_of(size, (them, q));
-                if seen.insert(e) {
+                if insert(e) {
                     component.push(e);
                 }
             }
