@@ -19,10 +19,10 @@
 //! Rounds stop when one finds no trap; what is left is a draw.
 //!
 //! Memory: the phase keeps its bookkeeping in the two-byte states themselves (an undecided
-//! state has ten flag bits), and builds explicit graphs only for one batch of connected
-//! components of the trap graph at a time. Every step is a fixed point or a level of a
-//! breadth-first propagation whose writes do not depend on their order, so the result is the
-//! same bit for bit for any thread count.
+//! state has eight flag bits and a three-bit witness), and builds explicit graphs only for one
+//! batch of connected components of the trap graph at a time. Every step is a fixed point or a
+//! level of a breadth-first propagation whose writes do not depend on their order, so the result
+//! is the same bit for bit for any thread count.
 
 mod levels;
 mod search;
@@ -42,13 +42,13 @@ use xqtb_core::{Probe, Rule, RuleValue, Value};
 /// State of a position no phase has decided yet (a draw if it stays so); the low bits hold the
 /// flags and the witness below.
 pub(crate) const UNDECIDED: u16 = Value::FIRST_FREE_CODE;
-/// The loss levels' witness: three bits (0, 1 and 10) holding a hash of one successor of the
-/// position that is not won for its side to move (see [`witness_hash`]; 0 for none), so that a
-/// position is taken as a candidate of a loss level only when the position just won has that
-/// hash: otherwise the witness still keeps it from losing, and the test would fail. Set by the
+/// The loss levels' witness: three bits (0, 1 and 10) holding a hash ([`witness_hash`]; 0 for
+/// none) of the slot of one successor that is not won for the opponent, who moves there. A
+/// position becomes a candidate of a loss level only when the position just won has that hash:
+/// otherwise the witness still keeps it from losing, and its test would fail. Set by the
 /// forced-to-offend test (a move into an undecided position) and by every failed candidate
-/// test; a position is looked at again whenever a successor with its witness's hash is won, so
-/// the witness is never stale. On KRNvKR this drops about half the candidate tests.
+/// test; since a position is tested again whenever a successor with its witness's hash is won,
+/// the witness is never stale. On KRNvKR the candidate tests fall from 15.9 M to 10.7 M.
 const WITNESS: u16 = 1 << 0 | 1 << 1 | 1 << 10;
 /// A capture does not lose (it draws): the position can be won, never lost. The one witness
 /// value no hash takes: such a position is never a candidate and never tested for a witness.
