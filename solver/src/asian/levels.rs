@@ -189,30 +189,33 @@ fn loss_level(
         let mut later = Vec::new();
         let states = phase.states(side);
         for slot in slots {
-            let c = states[slot as usize].load(Relaxed);
+            let state = &states[slot as usize];
+            let c = state.load(Relaxed);
             if !is_undecided(c) || c & CAND == 0 {
                 continue;
             }
-            let state = &states[slot as usize];
-            state.store(c & !CAND, Relaxed);
+            let c = c & !CAND;
             if !pos.load(slot, side) {
+                state.store(c, Relaxed);
                 continue;
             }
             let look = match phase.look_if_lost(pos)? {
                 IfLost::Open(q) => {
-                    state.store(with_witness(c & !CAND, witness_hash(q as u64)), Relaxed);
+                    state.store(with_witness(c, witness_hash(q as u64)), Relaxed);
                     continue;
                 }
                 IfLost::AllWon(look) => look,
             };
-            // Every move staying in the job loses: no witness (the moves leaving it may still
-            // keep it from losing now, and not later).
-            state.store(with_witness(c & !CAND, 0), Relaxed);
             if lost(look.best, look.open) {
                 state.store(look.best.encode(), Relaxed);
                 phase.note_decided(side, slot, level);
                 changed += 1;
-            } else if !look.open
+                continue;
+            }
+            // Every move staying in the job loses: no witness (the moves leaving it may still
+            // keep it from losing now, and not later).
+            state.store(with_witness(c, 0), Relaxed);
+            if !look.open
                 && let Some(p) = look.best.rule_plies()
                 && p > level
             {

