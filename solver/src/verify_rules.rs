@@ -839,24 +839,23 @@ fn terminals_trapped(table: &Table, deps: &dyn Probe, round: u8) -> Result<(), B
         secs = t0.elapsed().as_secs_f64(),
         "rule check graph"
     );
-    let mut trapped = std::collections::HashMap::new();
+    // The trapped sets, by winner and rule, computed when a terminal first asks for one.
+    let mut trapped: [[Option<Vec<bool>>; 2]; 2] = Default::default();
+    let mut is_trapped = |winner: Color, rule: Rule, node: usize| {
+        let rules = [Rule::PerpetualCheck, Rule::PerpetualChase];
+        let r = rules.iter().position(|&x| x == rule).expect("a rule");
+        trapped[winner.index()][r].get_or_insert_with(|| net.trapped(winner, rule))[node]
+    };
     for (node, e) in net.nodes.entries_from(0).enumerate() {
         let (side, slot) = split(size, e);
         let Some(rule) = terminal(table.codes(side)[slot as usize]) else {
             continue;
         };
         let winner = side.opponent();
-        let check = trapped
-            .entry((winner, Rule::PerpetualCheck))
-            .or_insert_with(|| net.trapped(winner, Rule::PerpetualCheck))[node];
+        let check = is_trapped(winner, Rule::PerpetualCheck, node);
         let ok = match rule {
             Rule::PerpetualCheck => check,
-            Rule::PerpetualChase => {
-                !check
-                    && trapped
-                        .entry((winner, Rule::PerpetualChase))
-                        .or_insert_with(|| net.trapped(winner, Rule::PerpetualChase))[node]
-            }
+            Rule::PerpetualChase => !check && is_trapped(winner, Rule::PerpetualChase, node),
         };
         if !ok {
             return Err(fail_at(
