@@ -118,21 +118,23 @@ fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, S
         .sum();
     let from_due: u64 = due
         .par_iter()
-        .map(|&(side, slot)| -> Result<u64, SolveError> {
-            let mut pos = s.position();
-            if !pos.load(slot, side) {
-                return Ok(0);
-            }
-            let look = phase.look(&mut pos)?;
-            if look.best.is_win()
-                && is_due(look.best, round, level)
-                && write_win(&phase.states(side)[slot as usize], look.best.encode(), won)
-            {
-                phase.note_decided(side, slot, level);
-                return Ok(1);
-            }
-            Ok(0)
-        })
+        .map_init(
+            || s.position(),
+            |pos, &(side, slot)| -> Result<u64, SolveError> {
+                if !pos.load(slot, side) {
+                    return Ok(0);
+                }
+                let look = phase.look(pos)?;
+                if look.best.is_win()
+                    && is_due(look.best, round, level)
+                    && write_win(&phase.states(side)[slot as usize], look.best.encode(), won)
+                {
+                    phase.note_decided(side, slot, level);
+                    return Ok(1);
+                }
+                Ok(0)
+            },
+        )
         .sum::<Result<u64, _>>()?;
     Ok(changed + from_due)
 }
@@ -234,20 +236,22 @@ fn loss_level(
     }
     let from_due: u64 = due
         .par_iter()
-        .map(|&(side, slot)| -> Result<u64, SolveError> {
-            let state = &phase.states(side)[slot as usize];
-            let mut pos = s.position();
-            if !is_undecided(state.load(Relaxed)) || !pos.load(slot, side) {
-                return Ok(0);
-            }
-            let look = phase.look(&mut pos)?;
-            if lost(look.best, look.open) {
-                state.store(look.best.encode(), Relaxed);
-                phase.note_decided(side, slot, level);
-                return Ok(1);
-            }
-            Ok(0)
-        })
+        .map_init(
+            || s.position(),
+            |pos, &(side, slot)| -> Result<u64, SolveError> {
+                let state = &phase.states(side)[slot as usize];
+                if !is_undecided(state.load(Relaxed)) || !pos.load(slot, side) {
+                    return Ok(0);
+                }
+                let look = phase.look(pos)?;
+                if lost(look.best, look.open) {
+                    state.store(look.best.encode(), Relaxed);
+                    phase.note_decided(side, slot, level);
+                    return Ok(1);
+                }
+                Ok(0)
+            },
+        )
         .sum::<Result<u64, _>>()?;
     Ok(changed + from_due)
 }

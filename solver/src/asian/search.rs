@@ -171,15 +171,6 @@ impl NodeSet {
             .into_par_iter()
             .for_each(|blk| f(&mut self.block(blk * 8..(blk + 1) * 8)));
     }
-
-    /// The entries of the set with their ids, in parallel pieces.
-    fn for_each(&self, f: impl Fn(u64, u32) + Sync) {
-        self.for_each_block(|block| {
-            for (e, id) in block {
-                f(e, id)
-            }
-        });
-    }
 }
 
 /// Union-find over node ids, safe to use from many threads; a root is the smallest id of its
@@ -342,18 +333,21 @@ fn search_by_union(
     let (nodes, roles) = NodeSet::of(phase, OFFENDER | WINNER, FORCED | ROLE_WINNER);
     phase.roles.store(roles, Relaxed);
     let comps = Components::new(nodes.len);
-    nodes.for_each(|e, id| {
-        let (side, slot) = pos_of(size, e);
+    // One position per piece of the set: setting one up costs as much as loading a slot.
+    nodes.for_each_block(|block| {
         let mut pos = s.position();
-        if !pos.load(slot, side) {
-            return;
-        }
-        let c = phase.code((side, slot));
-        graph_moves(phase, &mut pos, c, |_, _, q| {
-            if let Some(to) = nodes.id(entry_of(size, (side.opponent(), q))) {
-                comps.union(id, to);
+        for (e, id) in block {
+            let (side, slot) = pos_of(size, e);
+            if !pos.load(slot, side) {
+                continue;
             }
-        });
+            let c = phase.code((side, slot));
+            graph_moves(phase, &mut pos, c, |_, _, q| {
+                if let Some(to) = nodes.id(entry_of(size, (side.opponent(), q))) {
+                    comps.union(id, to);
+                }
+            });
+        }
     });
     // Per root: whether the component must be searched, and its size (few components: a map).
     let dirty: Vec<AtomicU64> = (0..(nodes.len as usize).div_ceil(64))
