@@ -333,7 +333,8 @@ fn search_by_union(
     let (nodes, roles) = NodeSet::of(phase, OFFENDER | WINNER, FORCED | ROLE_WINNER);
     phase.roles.store(roles, Relaxed);
     let comps = Components::new(nodes.len);
-    // One position per piece of the set: setting one up costs as much as loading a slot.
+    // One position per piece of the set, not per node: setting one up fills its move and slot
+    // buffers and its slot arithmetic.
     nodes.for_each_block(|block| {
         let mut pos = s.position();
         for (e, id) in block {
