@@ -27,7 +27,7 @@ while kill -0 "$pid" 2>/dev/null; do
   fi
   sleep 0.2
 done > "$tmp/samples"
-wait "$pid"
+wait "$pid" || { echo "xqtb solve failed; its log:" >&2; cat "$tmp/log" >&2; exit 1; }
 # Log lines as seconds since the epoch (from their UTC timestamps) and text.
 while IFS= read -r line; do
   if [[ $line =~ ^([0-9-]+T[0-9:.]+Z)[[:space:]]+[A-Z]+[[:space:]]+[^[:space:]]+:[[:space:]](.*)$ ]]; then

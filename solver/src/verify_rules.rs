@@ -842,9 +842,8 @@ fn terminals_trapped(table: &Table, deps: &dyn Probe, round: u8) -> Result<(), B
     // The trapped sets, by winner and rule, computed when a terminal first asks for one.
     let mut trapped: [[Option<Vec<bool>>; 2]; 2] = Default::default();
     let mut is_trapped = |winner: Color, rule: Rule, node: usize| {
-        let rules = [Rule::PerpetualCheck, Rule::PerpetualChase];
-        let r = rules.iter().position(|&x| x == rule).expect("a rule");
-        trapped[winner.index()][r].get_or_insert_with(|| net.trapped(winner, rule))[node]
+        trapped[winner.index()][rule as usize].get_or_insert_with(|| net.trapped(winner, rule))
+            [node]
     };
     for (node, e) in net.nodes.entries_from(0).enumerate() {
         let (side, slot) = split(size, e);
