@@ -187,9 +187,7 @@ fn verify_values(
             if let Some(found) = rules
                 && local.terminal_rounds != 0
             {
-                found
-                    .terminal_rounds
-                    .fetch_or(local.terminal_rounds, Relaxed);
+                found.terminal_rounds[c as usize].fetch_or(local.terminal_rounds, Relaxed);
             }
             let n = 2 * (end - start);
             progress(Progress::Verify {

@@ -88,8 +88,10 @@ pub(crate) fn forced_to_offend(
 pub(crate) struct Findings {
     /// The drawn entries whose side to move is forced to offend.
     pub(crate) forced_draws: EntrySet,
-    /// The rounds with a position lost by rule 0 plies away, a bit each.
-    pub(crate) terminal_rounds: AtomicU32,
+    /// Per chunk of [`crate::CHUNK_SLOTS`] slots (both sides to move), the rounds with a
+    /// position lost by rule 0 plies away there, a bit each: each round's check reads only the
+    /// chunks holding its terminals (late rounds have few), not every code of the table.
+    pub(crate) terminal_rounds: Vec<AtomicU32>,
 }
 
 impl Findings {
@@ -97,7 +99,9 @@ impl Findings {
     pub(crate) fn new(size: u64) -> Findings {
         Findings {
             forced_draws: EntrySet::new(size),
-            terminal_rounds: AtomicU32::new(0),
+            terminal_rounds: (0..size.div_ceil(crate::CHUNK_SLOTS))
+                .map(|_| AtomicU32::new(0))
+                .collect(),
         }
     }
 }
@@ -717,10 +721,15 @@ impl Net {
 }
 
 /// Adds to `set` the entries its entries' quiet legal moves lead to whose code `pick` accepts
-/// (and, when `seeds` is given, first the entries whose code `seeds` accepts). Generic rather
-/// than over `dyn Fn`: `seeds` is asked about every code of the table.
-fn add_successors<S, P>(table: &Table, set: &EntrySet, seeds: Option<&S>, pick: &P)
-where
+/// (and, when `seeds` is given, first the entries whose code `seeds.0` accepts, in the chunks of
+/// [`crate::CHUNK_SLOTS`] slots that `seeds.1` names). Generic rather than over `dyn Fn`:
+/// `seeds.0` is asked about every code of those chunks.
+fn add_successors<S, P>(
+    table: &Table,
+    set: &EntrySet,
+    seeds: Option<(&S, &(dyn Fn(usize) -> bool + Sync))>,
+    pick: &P,
+) where
     S: Fn(u16) -> bool + Sync,
     P: Fn(u16) -> bool + Sync,
 {
@@ -741,12 +750,13 @@ where
         }
     };
     match seeds {
-        Some(seeds) => {
+        Some((seeds, in_chunk)) => {
             for side in Color::ALL {
                 let codes = table.codes(side);
                 codes
                     .par_chunks(crate::CHUNK_SLOTS as usize)
                     .enumerate()
+                    .filter(|&(c, _)| in_chunk(c))
                     .for_each(|(c, chunk)| {
                         let mut pos = SlotPosition::new(index, &pieces, table.slots());
                         let base = c as u64 * crate::CHUNK_SLOTS;
@@ -787,18 +797,29 @@ pub(crate) fn check(
         terminal_rounds,
     } = found;
     no_trap_among_draws(table, deps, forced_draws)?;
-    let terminal_rounds = terminal_rounds.into_inner();
-    for round in (0..=RuleValue::MAX_ROUND).filter(|r| terminal_rounds >> r & 1 != 0) {
-        terminals_trapped(table, deps, round)?;
+    let terminal_rounds: Vec<u32> = terminal_rounds
+        .into_iter()
+        .map(AtomicU32::into_inner)
+        .collect();
+    let all = terminal_rounds.iter().fold(0, |a, &r| a | r);
+    for round in (0..=RuleValue::MAX_ROUND).filter(|r| all >> r & 1 != 0) {
+        let in_chunk = |c: usize| terminal_rounds[c] >> round & 1 != 0;
+        terminals_trapped(table, deps, round, &in_chunk)?;
     }
     Ok(())
 }
 
 /// Check 1 for `round`: its terminals and the positions their offences lead to form a trap.
-fn terminals_trapped(table: &Table, deps: &dyn Probe, round: u8) -> Result<(), Box<VerifyError>> {
+/// `in_chunk` names the chunks of [`crate::CHUNK_SLOTS`] slots that hold its terminals.
+fn terminals_trapped(
+    table: &Table,
+    deps: &dyn Probe,
+    round: u8,
+    in_chunk: &(dyn Fn(usize) -> bool + Sync),
+) -> Result<(), Box<VerifyError>> {
     let size = table.slots().len();
-    // The round's two terminal codes, compared with every code of the table (decoding
-    // each one would cost more than the rest of the scan).
+    // The round's two terminal codes, compared with every code of the chunks holding its
+    // terminals (decoding each one would cost more than the rest of the scan).
     let terminals = [Rule::PerpetualCheck, Rule::PerpetualChase].map(|rule| {
         Value::RuleLoss(RuleValue {
             rule,
@@ -821,7 +842,7 @@ fn terminals_trapped(table: &Table, deps: &dyn Probe, round: u8) -> Result<(), B
     add_successors(
         table,
         &set,
-        Some(&|c| terminal(c).is_some()),
+        Some((&|c| terminal(c).is_some(), in_chunk)),
         &|c| matches!(Value::decode(c), Value::RuleWin(r) if r.round == round),
     );
     // Out of the graph, an offender's move loses when it leads to a position decided before
@@ -881,7 +902,8 @@ fn no_trap_among_draws(
     if forced_draws.is_empty() {
         return Ok(());
     }
-    add_successors(table, &forced_draws, None::<&fn(u16) -> bool>, &|c| {
+    type NoSeeds<'a> = (&'a fn(u16) -> bool, &'a (dyn Fn(usize) -> bool + Sync));
+    add_successors(table, &forced_draws, None::<NoSeeds>, &|c| {
         c == Value::DRAW_CODE
     });
     let won = |v: Value| v.is_win();
