@@ -720,67 +720,75 @@ impl Net {
     }
 }
 
-/// Adds to `set` the entries its entries' quiet legal moves lead to whose code `pick` accepts
-/// (and, when `seeds` is given, first the entries whose code `seeds.0` accepts, in the chunks of
-/// [`crate::CHUNK_SLOTS`] slots that `seeds.1` names). Generic rather than over `dyn Fn`:
-/// `seeds.0` is asked about every code of those chunks.
-fn add_successors<S, P>(
+/// Adds to `out` the entries the quiet legal moves of entry `e` lead to whose code `pick`
+/// accepts, setting `e` up in `pos`.
+fn insert_successors(
+    table: &Table,
+    pos: &mut SlotPosition,
+    out: &EntrySet,
+    e: u64,
+    pick: &(impl Fn(u16) -> bool + ?Sized),
+) {
+    let size = table.slots().len();
+    let (side, slot) = split(size, e);
+    if !pos.load(slot, side) {
+        return;
+    }
+    let next = table.codes(side.opponent());
+    let (_, _, slots) = pos.successors(|_| {});
+    for &q in slots {
+        if q != LEAVES && pick(next[q]) {
+            out.insert(entry(size, side.opponent(), q as u64));
+        }
+    }
+}
+
+/// Adds to `set` the entries its entries' quiet legal moves lead to whose code `pick` accepts.
+fn add_successors(table: &Table, set: &EntrySet, pick: &(dyn Fn(u16) -> bool + Sync)) {
+    let pieces = table.index().piece_list();
+    // Successors go to a set of their own, so that they are not visited in turn.
+    let found = EntrySet::new(table.slots().len());
+    set.par_entries().for_each(|entries| {
+        let mut pos = SlotPosition::new(table.index(), &pieces, table.slots());
+        for e in entries {
+            insert_successors(table, &mut pos, &found, e, pick);
+        }
+    });
+    set.union(found);
+}
+
+/// Adds to `set` the entries whose code `seeds` accepts, in the chunks of [`crate::CHUNK_SLOTS`]
+/// slots `in_chunk` names, and the entries their quiet legal moves lead to whose code `pick`
+/// accepts. Generic rather than over `dyn Fn`: `seeds` is asked about every code of those chunks.
+fn add_seeds_and_successors<S, P>(
     table: &Table,
     set: &EntrySet,
-    seeds: Option<(&S, &(dyn Fn(usize) -> bool + Sync))>,
+    in_chunk: &(dyn Fn(usize) -> bool + Sync),
+    seeds: &S,
     pick: &P,
 ) where
     S: Fn(u16) -> bool + Sync,
     P: Fn(u16) -> bool + Sync,
 {
-    let index = table.index();
     let size = table.slots().len();
-    let pieces = index.piece_list();
-    let visit = |pos: &mut SlotPosition, out: &EntrySet, e: u64| {
-        let (side, slot) = split(size, e);
-        if !pos.load(slot, side) {
-            return;
-        }
-        let next = table.codes(side.opponent());
-        let (_, _, slots) = pos.successors(|_| {});
-        for &q in slots {
-            if q != LEAVES && pick(next[q]) {
-                out.insert(entry(size, side.opponent(), q as u64));
-            }
-        }
-    };
-    match seeds {
-        Some((seeds, in_chunk)) => {
-            for side in Color::ALL {
-                let codes = table.codes(side);
-                codes
-                    .par_chunks(crate::CHUNK_SLOTS as usize)
-                    .enumerate()
-                    .filter(|&(c, _)| in_chunk(c))
-                    .for_each(|(c, chunk)| {
-                        let mut pos = SlotPosition::new(index, &pieces, table.slots());
-                        let base = c as u64 * crate::CHUNK_SLOTS;
-                        for (i, &code) in chunk.iter().enumerate() {
-                            if seeds(code) {
-                                let e = entry(size, side, base + i as u64);
-                                set.insert(e);
-                                visit(&mut pos, set, e);
-                            }
-                        }
-                    });
-            }
-        }
-        None => {
-            // Successors go to a set of their own, so that they are not visited in turn.
-            let found = EntrySet::new(size);
-            set.par_entries().for_each(|entries| {
-                let mut pos = SlotPosition::new(index, &pieces, table.slots());
-                for e in entries {
-                    visit(&mut pos, &found, e);
+    let pieces = table.index().piece_list();
+    for side in Color::ALL {
+        table
+            .codes(side)
+            .par_chunks(crate::CHUNK_SLOTS as usize)
+            .enumerate()
+            .filter(|&(c, _)| in_chunk(c))
+            .for_each(|(c, chunk)| {
+                let mut pos = SlotPosition::new(table.index(), &pieces, table.slots());
+                let base = c as u64 * crate::CHUNK_SLOTS;
+                for (i, &code) in chunk.iter().enumerate() {
+                    if seeds(code) {
+                        let e = entry(size, side, base + i as u64);
+                        set.insert(e);
+                        insert_successors(table, &mut pos, set, e, pick);
+                    }
                 }
             });
-            set.union(found);
-        }
     }
 }
 
@@ -839,10 +847,11 @@ fn terminals_trapped(
     };
     // Nodes: the terminals and the positions of this round their quiet moves lead to.
     let set = EntrySet::new(size);
-    add_successors(
+    add_seeds_and_successors(
         table,
         &set,
-        Some((&|c| terminal(c).is_some(), in_chunk)),
+        in_chunk,
+        &|c| terminal(c).is_some(),
         &|c| matches!(Value::decode(c), Value::RuleWin(r) if r.round == round),
     );
     // Out of the graph, an offender's move loses when it leads to a position decided before
@@ -902,10 +911,7 @@ fn no_trap_among_draws(
     if forced_draws.is_empty() {
         return Ok(());
     }
-    type NoSeeds<'a> = (&'a fn(u16) -> bool, &'a (dyn Fn(usize) -> bool + Sync));
-    add_successors(table, &forced_draws, None::<NoSeeds>, &|c| {
-        c == Value::DRAW_CODE
-    });
+    add_successors(table, &forced_draws, &|c| c == Value::DRAW_CODE);
     let won = |v: Value| v.is_win();
     let t0 = std::time::Instant::now();
     let net = build(table, deps, forced_draws.into_nodes(), &won)?;
