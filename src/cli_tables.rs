@@ -56,7 +56,7 @@ impl Source {
     fn with_fix(&self, e: impl Into<anyhow::Error>) -> anyhow::Error {
         let e = e.into();
         match missing_table(&e) {
-            Some(table) => anyhow!("{e:#}; {}", self.fix(&table)),
+            Some(table) => anyhow!("{}; {}", rpc::error_chain(e.as_ref()), self.fix(&table)),
             None => e,
         }
     }

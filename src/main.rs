@@ -136,7 +136,7 @@ fn main() -> std::process::ExitCode {
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", rpc::error_chain(e.as_ref()));
             std::process::ExitCode::FAILURE
         }
     }

@@ -74,6 +74,16 @@ fn errors_are_one_message_without_a_backtrace() {
         assert!(stderr.contains(want), "{args:?}: {stderr}");
         assert!(!stderr.contains("acktrace"), "{args:?}: {stderr}");
     }
+    // An illegal position's reason is said once, not once per error that carries it.
+    let check = "Black is in check but it is not Black's turn";
+    for args in [
+        &["probe", "4k4/9/9/9/9/9/9/9/4R4/3K5 w", "--data", data][..],
+        &["adjudicate", "4k4/9/9/9/9/9/9/9/4R4/3K5 w", "e1e0"][..],
+    ] {
+        let (code, stderr) = run(args);
+        assert_eq!(code, 1, "{args:?}: {stderr}");
+        assert_eq!(stderr.matches(check).count(), 1, "{args:?}: {stderr}");
+    }
     let (code, stderr) = run(&["probe", "--no-such-flag"]);
     assert_eq!(code, 2, "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -202,7 +202,7 @@ pub async fn run(
         match session.await {
             Ok(()) => return Ok(summary),
             Err(e) => {
-                tracing::warn!(worker = %config.name, "coordinator unavailable ({e:#}); retrying in {backoff:?}");
+                tracing::warn!(worker = %config.name, "coordinator unavailable ({}); retrying in {backoff:?}", rpc::error_chain(e.as_ref()));
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = stopped(&mut shutdown) => return Ok(summary),
@@ -282,12 +282,13 @@ async fn session(
             Ok(JobOutcome::Refused(key)) => summary.refused.push(key),
             Err(JobFailure::Transport(e)) => return Err(e),
             Err(JobFailure::Job(e)) => {
-                tracing::error!(worker = %worker_id, lease = %lease_id, "job failed: {e:#}");
+                let message = rpc::error_chain(e.as_ref());
+                tracing::error!(worker = %worker_id, lease = %lease_id, "job failed: {message}");
                 client
                     .report_failure(FailureReport {
                         worker_id: worker_id.clone(),
                         lease_id,
-                        message: format!("{e:#}"),
+                        message,
                     })
                     .await?;
             }
