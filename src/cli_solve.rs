@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use storage_format::{SledStore, TableStore, encode_table, load_into_memory};
 use xiangqi::Color;
-use xqtb_core::{MemoryTables, RuleSet, Signature, Table, TableCounts, TableId};
+use xqtb_core::{MemoryTables, Plies, RuleSet, Signature, Table, TableCounts, TableId};
 
 /// Arguments of `xqtb solve`.
 #[derive(Args)]
@@ -162,7 +162,7 @@ fn report(table: &Table, counts: &TableCounts, secs: f64) {
                 .unwrap_or_default()
         };
         let longest = match c.longest_win {
-            Some((d, slot)) => format!("longest win {d} plies: {}", fen_of(slot)),
+            Some((d, slot)) => format!("longest win {}: {}", Plies(d as u64), fen_of(slot)),
             None => "no wins".into(),
         };
         println!(
@@ -172,7 +172,11 @@ fn report(table: &Table, counts: &TableCounts, secs: f64) {
         if table.rules() != xqtb_core::RuleSet::CyclesAreDraws {
             let longest = match c.longest_rule_win {
                 Some((d, slot)) => {
-                    format!("the rule furthest away ({d} plies): {}", fen_of(slot))
+                    format!(
+                        "the rule furthest away ({}): {}",
+                        Plies(d as u64),
+                        fen_of(slot)
+                    )
                 }
                 None => "none".into(),
             };

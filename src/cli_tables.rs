@@ -309,8 +309,8 @@ pub fn mainline(args: MainlineArgs) -> Result<()> {
         side = side.opponent();
     }
     println!(
-        "{} plies, ends in {}: {}",
-        line.moves.len(),
+        "{}, ends in {}: {}",
+        xqtb_core::Plies(line.moves.len() as u64),
         line.end.name(),
         line.end_board.fen()
     );

@@ -50,4 +50,4 @@ pub use key::{JobKey, SlotRange, TableId};
 pub use rules::{RuleSet, UnknownRuleSet};
 pub use signature::{Limits, Material, Signature, SignatureError, closure_of, closure_of_tables};
 pub use table::{Location, MemoryTables, Orientation, Probe, ProbeError, Table};
-pub use value::{Rule, RuleValue, Value};
+pub use value::{Plies, Rule, RuleValue, Value};

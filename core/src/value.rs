@@ -255,25 +255,36 @@ impl Value {
     }
 }
 
+/// A number of plies in words for people: "1 ply", "5 plies".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plies(pub u64);
+
+impl fmt::Display for Plies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        write!(f, "{n} {}", if n == 1 { "ply" } else { "plies" })
+    }
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Value::Illegal => f.write_str("illegal"),
             Value::Draw => f.write_str("draw"),
-            Value::Win(d) => write!(f, "win in {d} plies"),
-            Value::Loss(d) => write!(f, "loss in {d} plies"),
+            Value::Win(d) => write!(f, "win in {}", Plies(*d as u64)),
+            Value::Loss(d) => write!(f, "loss in {}", Plies(*d as u64)),
             Value::RuleWin(r) => write!(
                 f,
-                "win by {} rule in {} plies (round {})",
+                "win by {} rule in {} (round {})",
                 r.rule.name(),
-                r.plies,
+                Plies(r.plies as u64),
                 r.round
             ),
             Value::RuleLoss(r) => write!(
                 f,
-                "loss by {} rule in {} plies (round {})",
+                "loss by {} rule in {} (round {})",
                 r.rule.name(),
-                r.plies,
+                Plies(r.plies as u64),
                 r.round
             ),
         }
@@ -283,6 +294,25 @@ impl fmt::Display for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_read_as_words() {
+        assert_eq!(Value::Win(1).to_string(), "win in 1 ply");
+        assert_eq!(Value::Loss(0).to_string(), "loss in 0 plies");
+        assert_eq!(Value::Win(15).to_string(), "win in 15 plies");
+        let r = RuleValue {
+            rule: Rule::PerpetualCheck,
+            round: 2,
+            plies: 1,
+        };
+        assert_eq!(
+            Value::RuleWin(r).to_string(),
+            format!(
+                "win by {} rule in 1 ply (round 2)",
+                Rule::PerpetualCheck.name()
+            )
+        );
+    }
 
     #[test]
     fn encoding_round_trips() {

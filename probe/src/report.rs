@@ -11,7 +11,7 @@
 use crate::prober::{LineEnd, MainLine, MoveInfo, ProbeResult};
 use serde::{Deserialize, Serialize};
 use xiangqi::{Board, Color};
-use xqtb_core::{Rule, Value};
+use xqtb_core::{Plies, Rule, Value};
 
 /// Win, draw or loss, for the side to move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,12 +83,12 @@ pub fn value_text(
 ) -> String {
     match (category, dtm_plies, rule) {
         (Category::Draw, _, _) => "draw".into(),
-        (c, Some(d), _) => format!("{} in {d} plies", c.name()),
+        (c, Some(d), _) => format!("{} in {}", c.name(), Plies(d as u64)),
         (c, None, Some(r)) => format!(
-            "{} by the {} rule in {} plies (round {})",
+            "{} by the {} rule in {} (round {})",
             c.name(),
             r.name(),
-            rule_plies.unwrap_or(0),
+            Plies(rule_plies.unwrap_or(0) as u64),
             rule_round.unwrap_or(0)
         ),
         (c, None, None) => c.name().into(),
