@@ -14,7 +14,7 @@ use storage_format::codec::TableHeader;
 use storage_format::store::StoreError;
 use storage_format::{ShardDir, SledStore, TableStore, load_into_memory};
 use xiangqi::Color;
-use xqtb_core::{MemoryTables, ProbeError, RuleSet, TableId};
+use xqtb_core::{MemoryTables, Plies, ProbeError, RuleSet, TableId};
 
 /// Default directory of the table store.
 pub const DEFAULT_DATA: &str = "./xqtb-data";
@@ -310,7 +310,7 @@ pub fn mainline(args: MainlineArgs) -> Result<()> {
     }
     println!(
         "{}, ends in {}: {}",
-        xqtb_core::Plies(line.moves.len() as u64),
+        Plies(line.moves.len() as u64),
         line.end.name(),
         line.end_board.fen()
     );

@@ -10,11 +10,13 @@
 
 mod connect;
 mod convert;
+mod error_text;
 mod shard;
 
-pub use connect::{Auth, CONNECT_TIMEOUT, Client, ConnectError, connect, error_chain};
+pub use connect::{Auth, CONNECT_TIMEOUT, Client, ConnectError, connect};
 pub use convert::{
     ConvertError, job_key, mainline_report, mainline_response, parse_job_key, parse_rules,
     parse_table, probe_report, probe_response, table_ref,
 };
+pub use error_text::error_chain;
 pub use shard::{ShardReceiveError, receive_shard};
