@@ -23,11 +23,13 @@ use xqtb_core::{JobKey, ProbeError, RuleSet, SlotRange, TableCounts, TableId, Ta
 /// Largest upload accepted for any table: an upload is held in memory until it is committed.
 pub const MAX_UPLOAD_BYTES: u64 = 4 << 30;
 
-/// Bytes a shard may take per entry (slot and side to move): two for the value uncompressed
-/// (zstd stores a block that does not compress as it is, plus a few bytes of framing), and two
-/// more for each block's framing (its zstd frame header and its line in the block table), which
-/// covers every block of 32 values or more (the codec writes 16,384).
-const SHARD_BYTES_PER_ENTRY: u64 = 4;
+/// Bytes a shard may take per entry (slot and side to move): three for the value uncompressed
+/// (two in two-byte layouts; an indexed block of `n` values lists up to `n` two-byte codes
+/// before its `n` one-byte indices; zstd stores a block that does not compress as it is, plus a
+/// few bytes of framing), and two more for each block's framing (its zstd frame header and its
+/// line in the block table), which covers every block of 32 values or more (the codec writes
+/// 16,384).
+const SHARD_BYTES_PER_ENTRY: u64 = 5;
 
 /// Bytes a shard may take beside its blocks: preamble, header, checksums and a compression
 /// dictionary.
@@ -1376,6 +1378,11 @@ mod tests {
                 ..CodecParams::default()
             },
             CodecParams {
+                block_values: 32,
+                layout: LayoutChoice::Fixed(ValueLayout::Indexed),
+                ..CodecParams::default()
+            },
+            CodecParams {
                 block_values: 1 << 20,
                 dictionary: Some(16 << 10),
                 ..CodecParams::default()
@@ -1392,6 +1399,27 @@ mod tests {
             assert!(len < max_shard_bytes(size));
         }
         assert_eq!(max_shard_bytes(u64::MAX), MAX_UPLOAD_BYTES);
+        // The worst case of indexed blocks (values need not be consistent for the codec, nor
+        // illegal slots be marked): every value of every block different and scattered, so
+        // that each block lists as many codes as it holds values, and hardly compresses.
+        let mut worst = (**table).clone();
+        for side in xiangqi::Color::ALL {
+            for (i, c) in worst.codes_mut(side).iter_mut().enumerate() {
+                *c = xqtb_core::Value::Win(2 * (i * 2_654_435_761 % 4096) as u16 + 1).encode();
+            }
+        }
+        let p = CodecParams {
+            block_values: 32,
+            layout: LayoutChoice::Fixed(ValueLayout::Indexed),
+            ..CodecParams::default()
+        };
+        let encoded = encode_table_with(&worst, &p);
+        assert_eq!(encoded.header.layout, ValueLayout::Indexed);
+        let len = shard::write_shard(&encoded).len() as u64;
+        assert!(
+            len <= size * 2 * SHARD_BYTES_PER_ENTRY + 4096,
+            "{len} bytes"
+        );
     }
 
     #[test]

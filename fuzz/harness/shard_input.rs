@@ -86,8 +86,7 @@ fn fix_blocks(h: &mut TableHeader, body: &[u8], values: bool) {
             };
             h.blocks[side][b].crc = crc32(bytes);
             if let Some(d) = &decoder {
-                let len = h.decompressed_len(b as u32);
-                match d.decompress(bytes, len) {
+                match d.decompress_block(h, b as u32, bytes) {
                     Ok(raw) => values_crc.update(&raw),
                     Err(_) => whole = false,
                 }

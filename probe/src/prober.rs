@@ -438,7 +438,7 @@ impl<S: TableStore> Tablebase<S> {
         }
         let bytes = t
             .decoder
-            .decompress(&data, h.decompressed_len(block))
+            .decompress_block(h, block, &data)
             .map_err(|e| other(format!("block {block} for {side} to move: {e}")))?;
         Ok(bytes.into())
     }

@@ -79,6 +79,20 @@ fn encode_decode_round_trips_under_every_parameter() {
             filler: Filler::Marker,
             ..CodecParams::default()
         },
+        CodecParams {
+            block_values: 3000,
+            level: 3,
+            layout: LayoutChoice::Fixed(ValueLayout::Indexed),
+            filler: Filler::Draw,
+            ..CodecParams::default()
+        },
+        CodecParams {
+            block_values: 2048,
+            level: 3,
+            layout: LayoutChoice::Fixed(ValueLayout::Indexed),
+            dictionary: Some(4096),
+            filler: Filler::Marker,
+        },
     ];
     for sig in &s.sigs {
         let table = s.table(sig);
@@ -86,6 +100,9 @@ fn encode_decode_round_trips_under_every_parameter() {
             let enc = encode_table_with(table, p);
             assert_eq!(enc.header.block_values, p.block_values);
             assert_eq!(enc.header.signature, *sig);
+            if let LayoutChoice::Fixed(l) = p.layout {
+                assert_eq!(enc.header.layout, l, "{sig} {p:?}");
+            }
             let dec = decode_table(&enc).unwrap_or_else(|e| panic!("{sig} {p:?}: {e}"));
             assert!(codes(&dec) == codes(table), "{sig} {p:?}: values differ");
         }
@@ -118,9 +135,34 @@ fn header_counts_match_the_verifier_and_decoded_tables_verify() {
 }
 
 #[test]
-fn long_distances_switch_to_two_byte_planes() {
-    // A synthetic table with a distance too long for one byte (values need not be consistent
-    // for the codec).
+fn codes_beyond_a_byte_switch_to_indexed_blocks_then_to_two_byte_planes() {
+    // Synthetic tables (values need not be consistent for the codec): first a distance too
+    // long for one byte, then 300 different codes in one block, more than it can index.
+    let mut t: Table = solved().table(&sig("KRvK")).as_ref().clone();
+    let legal: Vec<usize> = (0..t.codes(Color::Red).len())
+        .filter(|&s| t.codes(Color::Red)[s] != ILLEGAL)
+        .collect();
+    t.codes_mut(Color::Red)[legal[0]] = Value::Win(301).encode();
+    let enc = encode_table(&t);
+    assert_eq!(enc.header.layout, ValueLayout::Indexed);
+    assert_eq!(
+        enc.header.counts[Color::Red].longest_win,
+        Some((301, legal[0] as u64))
+    );
+    assert!(codes(&decode_table(&enc).unwrap()) == codes(&t));
+    assert!(legal[299] < 1 << 14, "300 legal slots in the first block");
+    for (i, &s) in legal[..300].iter().enumerate() {
+        t.codes_mut(Color::Red)[s] = Value::Win(2 * i as u16 + 1).encode();
+    }
+    let enc = encode_table(&t);
+    assert_eq!(enc.header.layout, ValueLayout::Planes);
+    assert!(codes(&decode_table(&enc).unwrap()) == codes(&t));
+}
+
+/// An indexed block whose checksums match but whose list of codes or indices is malformed (a
+/// crafted shard) is an error naming the block, never a panic or a value.
+#[test]
+fn a_malformed_indexed_block_is_an_error() {
     let mut t: Table = solved().table(&sig("KRvK")).as_ref().clone();
     let slot = t
         .codes(Color::Red)
@@ -128,13 +170,46 @@ fn long_distances_switch_to_two_byte_planes() {
         .position(|&c| c != ILLEGAL)
         .unwrap();
     t.codes_mut(Color::Red)[slot] = Value::Win(301).encode();
-    let enc = encode_table(&t);
-    assert_eq!(enc.header.layout, ValueLayout::Planes);
-    assert_eq!(
-        enc.header.counts[Color::Red].longest_win,
-        Some((301, slot as u64))
-    );
-    assert!(codes(&decode_table(&enc).unwrap()) == codes(&t));
+    let good = encode_table(&t);
+    assert_eq!(good.header.layout, ValueLayout::Indexed);
+    let raw = storage_format::codec::BlockDecoder::new(None)
+        .decompress_block(&good.header, 0, &good.blocks[0][0])
+        .unwrap();
+    let codes_listed = raw[0] as usize + 1;
+    let n = good.header.values_in_block(0);
+    assert_eq!(raw.len(), 1 + 2 * codes_listed + n);
+    let mut out_of_list = raw.clone();
+    out_of_list[1 + 2 * codes_listed] = codes_listed as u8;
+    let mut unordered = raw.clone();
+    unordered.swap(1, 3);
+    unordered.swap(2, 4);
+    let mut short = raw.clone();
+    short.pop();
+    for (bad, why) in [
+        (out_of_list, "index"),
+        (unordered, "ascending"),
+        (short, "bytes instead of"),
+    ] {
+        let mut enc = good.clone();
+        enc.blocks[0][0] = zstd::bulk::compress(&bad, 3).unwrap();
+        enc.header.blocks[0][0] = storage_format::codec::BlockInfo::of(&enc.blocks[0][0]);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&bad);
+        let decoder = storage_format::codec::BlockDecoder::new(None);
+        for b in 1..enc.blocks[0].len() {
+            crc.update(
+                &decoder
+                    .decompress_block(&enc.header, b as u32, &enc.blocks[0][b])
+                    .unwrap(),
+            );
+        }
+        enc.header.values_crc[0] = crc.finalize();
+        let err = decode_table(&enc).unwrap_err();
+        assert!(
+            matches!(err, CodecError::BadBlock { block: 0, .. }) && err.to_string().contains(why),
+            "{why}: {err}"
+        );
+    }
 }
 
 #[test]

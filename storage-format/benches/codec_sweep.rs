@@ -59,7 +59,7 @@ fn variants(groups: &[String]) -> Vec<(String, CodecParams)> {
         }
     }
     if want("layout") {
-        for l in [ValueLayout::Planes, ValueLayout::Wide] {
+        for l in [ValueLayout::Indexed, ValueLayout::Planes, ValueLayout::Wide] {
             out.push((
                 format!("layout {}", l.name()),
                 CodecParams {
@@ -129,7 +129,7 @@ fn main() {
                     let t = Instant::now();
                     for (i, b) in &sample {
                         let out = dec
-                            .decompress(b, e.header.decompressed_len(*i))
+                            .decompress_block(&e.header, *i, b)
                             .expect("decompresses");
                         std::hint::black_box(out);
                     }

@@ -9,8 +9,10 @@
 //! 2. The slots are cut into blocks of [`CodecParams::block_values`] values (the last block of a
 //!    side may be shorter), and each block's values are laid out as bytes: one byte per value
 //!    when every code of the table fits ([`ValueLayout::Narrow`], the usual case: distances to
-//!    mate stay far below 254 plies), otherwise the low bytes of the block followed by its high
-//!    bytes ([`ValueLayout::Planes`]).
+//!    mate stay far below 254 plies); otherwise, when no block holds more than 256 different
+//!    codes (the usual case of tables with rule values), one byte per value indexing the block's
+//!    own list of codes ([`ValueLayout::Indexed`]); otherwise the low bytes of the block followed
+//!    by its high bytes ([`ValueLayout::Planes`]).
 //! 3. Each block is compressed on its own by zstd, optionally with a dictionary trained on the
 //!    table's own blocks, so one probe decompresses one small block.
 //!
@@ -59,7 +61,16 @@ pub enum ValueLayout {
     Planes,
     /// Two bytes per value, little-endian, value by value (kept for comparison).
     Wide,
+    /// One byte per value, an index into the block's own list of codes, which comes first: the
+    /// number of codes less one (a byte), then the codes in ascending order (two bytes each,
+    /// little-endian). Half the bytes of [`ValueLayout::Planes`] for tables whose codes do not
+    /// fit a byte but whose blocks use few of them each (rule values); on KRNvKR under the Asian
+    /// rules a quarter smaller and twice as fast to compress (see `BENCHMARKS.md`, "Storage").
+    Indexed,
 }
+
+/// Codes an [`ValueLayout::Indexed`] block can list.
+const MAX_BLOCK_CODES: usize = 256;
 
 impl ValueLayout {
     /// Stable id used in headers.
@@ -68,6 +79,7 @@ impl ValueLayout {
             ValueLayout::Narrow => 1,
             ValueLayout::Planes => 2,
             ValueLayout::Wide => 3,
+            ValueLayout::Indexed => 4,
         }
     }
 
@@ -77,16 +89,64 @@ impl ValueLayout {
             1 => Some(ValueLayout::Narrow),
             2 => Some(ValueLayout::Planes),
             3 => Some(ValueLayout::Wide),
+            4 => Some(ValueLayout::Indexed),
             _ => None,
         }
     }
 
-    /// Bytes per value.
-    pub const fn width(self) -> usize {
+    /// The bytes of a decompressed block of `n` values, when the layout fixes them (all but
+    /// [`ValueLayout::Indexed`], whose list of codes varies).
+    pub const fn block_len(self, n: usize) -> Option<usize> {
         match self {
-            ValueLayout::Narrow => 1,
-            ValueLayout::Planes | ValueLayout::Wide => 2,
+            ValueLayout::Narrow => Some(n),
+            ValueLayout::Planes | ValueLayout::Wide => Some(2 * n),
+            ValueLayout::Indexed => None,
         }
+    }
+
+    /// The most bytes a decompressed block of `n` values can take.
+    pub const fn max_block_len(self, n: usize) -> usize {
+        match self.block_len(n) {
+            Some(len) => len,
+            None => 1 + 2 * MAX_BLOCK_CODES + n,
+        }
+    }
+
+    /// Checks that `bytes` are a well-formed block of `n` values, so that [`ValueLayout::code_at`]
+    /// can read any of them: the length, and for [`ValueLayout::Indexed`] a list of codes in
+    /// ascending order that every index falls within.
+    pub fn check_block(self, bytes: &[u8], n: usize) -> Result<(), String> {
+        let len = match self.block_len(n) {
+            Some(len) => len,
+            None => {
+                let Some(&last) = bytes.first() else {
+                    return Err("an empty block".into());
+                };
+                let codes = last as usize + 1;
+                let list = &bytes[1..bytes.len().min(1 + 2 * codes)];
+                let ascending = list
+                    .chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .try_fold(None, |prev, c| match prev {
+                        Some(p) if p >= c => None,
+                        _ => Some(Some(c)),
+                    })
+                    .is_some();
+                if !ascending {
+                    return Err("the block's list of codes is not in ascending order".into());
+                }
+                if let Some(&i) = bytes.get(1 + 2 * codes..).and_then(|v| v.iter().max())
+                    && i as usize >= codes
+                {
+                    return Err(format!("index {i} into a list of {codes} codes"));
+                }
+                1 + 2 * codes + n
+            }
+        };
+        if bytes.len() != len {
+            return Err(format!("{} bytes instead of {len}", bytes.len()));
+        }
+        Ok(())
     }
 
     /// Stable name for reports.
@@ -95,16 +155,23 @@ impl ValueLayout {
             ValueLayout::Narrow => "narrow",
             ValueLayout::Planes => "planes",
             ValueLayout::Wide => "wide",
+            ValueLayout::Indexed => "indexed",
         }
     }
 
-    /// The code of value `i` of a decompressed block of `n` values.
+    /// The code of value `i` of a decompressed block of `n` values (checked by
+    /// [`ValueLayout::check_block`]).
     #[inline]
     pub fn code_at(self, bytes: &[u8], n: usize, i: usize) -> u16 {
         match self {
             ValueLayout::Narrow => bytes[i] as u16,
             ValueLayout::Planes => bytes[i] as u16 | (bytes[n + i] as u16) << 8,
             ValueLayout::Wide => u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]),
+            ValueLayout::Indexed => {
+                let codes = bytes[0] as usize + 1;
+                let k = 1 + 2 * bytes[1 + 2 * codes + i] as usize;
+                u16::from_le_bytes([bytes[k], bytes[k + 1]])
+            }
         }
     }
 }
@@ -112,9 +179,11 @@ impl ValueLayout {
 /// Which layout to choose when encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LayoutChoice {
-    /// [`ValueLayout::Narrow`] when every code fits a byte, else [`ValueLayout::Planes`].
+    /// [`ValueLayout::Narrow`] when every code fits a byte, else [`ValueLayout::Indexed`] when
+    /// no block holds more than 256 different codes, else [`ValueLayout::Planes`].
     Auto,
-    /// Always this layout ([`ValueLayout::Narrow`] falls back to `Planes` when codes do not fit).
+    /// Always this layout ([`ValueLayout::Narrow`] and [`ValueLayout::Indexed`] fall back as
+    /// `Auto` does when the codes do not fit).
     Fixed(ValueLayout),
 }
 
@@ -419,11 +488,6 @@ impl TableHeader {
     pub fn values_in_block(&self, block: u32) -> usize {
         let start = self.block_start(block);
         (self.slots.end.saturating_sub(start)).min(self.block_values as u64) as usize
-    }
-
-    /// Bytes of block `block` once decompressed.
-    pub fn decompressed_len(&self, block: u32) -> usize {
-        self.values_in_block(block) * self.layout.width()
     }
 
     /// The index the table's slots are numbered by: the header's index scheme, checked against
@@ -799,29 +863,80 @@ pub fn count_table(table: &Table) -> TableCounts {
     TableCounts(Color::ALL.map(|side| count_side(table.codes(side), table.slots().start)))
 }
 
-/// The bytes of one block of `codes`, illegal slots filled, in `layout`.
-fn block_bytes(codes: &[u16], layout: ValueLayout, filler: Filler) -> Vec<u8> {
+/// The codes of one block as stored: `codes` with the illegal slots filled.
+fn filled(codes: &[u16], filler: Filler) -> impl Iterator<Item = u16> + Clone + '_ {
     let first_legal = codes
         .iter()
         .copied()
         .find(|&c| c != ILLEGAL)
         .unwrap_or(DRAW);
-    let mut last = first_legal;
-    let filled = codes.iter().map(|&c| {
-        if c != ILLEGAL {
-            last = c;
+    codes.iter().scan(first_legal, move |last, &c| {
+        Some(if c != ILLEGAL {
+            *last = c;
             c
         } else {
             match filler {
-                Filler::Previous => last,
+                Filler::Previous => *last,
                 Filler::Draw => DRAW,
                 Filler::Marker => ILLEGAL,
             }
+        })
+    })
+}
+
+/// The set of codes `codes` takes: a bit per code.
+fn code_set(codes: impl Iterator<Item = u16>) -> Vec<u64> {
+    let mut set = vec![0u64; 1 << 10];
+    for c in codes {
+        set[c as usize / 64] |= 1 << (c % 64);
+    }
+    set
+}
+
+/// Whether one block of `codes`, filled, can be laid out as [`ValueLayout::Indexed`].
+fn indexable(codes: &[u16], filler: Filler) -> bool {
+    let set = code_set(filled(codes, filler));
+    set.iter().map(|w| w.count_ones() as usize).sum::<usize>() <= MAX_BLOCK_CODES
+}
+
+/// The [`ValueLayout::Indexed`] bytes of the codes `filled` (at most 256 different ones).
+fn indexed_bytes(filled: impl Iterator<Item = u16> + Clone) -> Vec<u8> {
+    let set = code_set(filled.clone());
+    // The rank of the first code of each word of the set.
+    let mut rank = Vec::with_capacity(set.len());
+    let mut count = 0usize;
+    for w in &set {
+        rank.push(count);
+        count += w.count_ones() as usize;
+    }
+    assert!(
+        (1..=MAX_BLOCK_CODES).contains(&count),
+        "a block of 1 to 256 different codes"
+    );
+    let mut out = vec![(count - 1) as u8];
+    for (i, &w) in set.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            let code = (i * 64) as u16 + w.trailing_zeros() as u16;
+            out.extend(code.to_le_bytes());
+            w &= w - 1;
         }
-    });
+    }
+    out.extend(filled.map(|c| {
+        let (w, bit) = (c as usize / 64, c % 64);
+        (rank[w] + (set[w] & ((1u64 << bit) - 1)).count_ones() as usize) as u8
+    }));
+    out
+}
+
+/// The bytes of one block of `codes`, illegal slots filled, in `layout` (for
+/// [`ValueLayout::Indexed`], a block with at most 256 different codes, [`indexable`]).
+fn block_bytes(codes: &[u16], layout: ValueLayout, filler: Filler) -> Vec<u8> {
+    let filled = filled(codes, filler);
     match layout {
         ValueLayout::Narrow => filled.map(|c| c as u8).collect(),
         ValueLayout::Wide => filled.flat_map(|c| c.to_le_bytes()).collect(),
+        ValueLayout::Indexed => indexed_bytes(filled),
         ValueLayout::Planes => {
             let mut out = vec![0u8; 2 * codes.len()];
             let (lo, hi) = out.split_at_mut(codes.len());
@@ -870,14 +985,27 @@ pub fn encode_table_with(table: &Table, params: &CodecParams) -> EncodedTable {
     } else {
         max_code <= 0xFF
     };
+    let bv = params.block_values as usize;
+    let indexable = || {
+        values
+            .par_iter()
+            .flat_map(|v| v.par_chunks(bv))
+            .all(|block| indexable(block, params.filler))
+    };
     let layout = match params.layout {
         LayoutChoice::Auto | LayoutChoice::Fixed(ValueLayout::Narrow) if narrow_fits => {
             ValueLayout::Narrow
         }
-        LayoutChoice::Auto | LayoutChoice::Fixed(ValueLayout::Narrow) => ValueLayout::Planes,
+        LayoutChoice::Auto | LayoutChoice::Fixed(ValueLayout::Narrow | ValueLayout::Indexed)
+            if indexable() =>
+        {
+            ValueLayout::Indexed
+        }
+        LayoutChoice::Auto | LayoutChoice::Fixed(ValueLayout::Narrow | ValueLayout::Indexed) => {
+            ValueLayout::Planes
+        }
         LayoutChoice::Fixed(l) => l,
     };
-    let bv = params.block_values as usize;
     // A table in pawn slices may be assembled from parts solved apart, which cannot share a
     // dictionary trained on the whole; its slices are encoded alike either way.
     let sliced = table.index().slices().len() > 1;
@@ -963,7 +1091,7 @@ fn train_dictionary(
         .iter()
         .flat_map(|&side| table.codes(side).chunks(bv))
         .collect();
-    let bytes_per_block = bv * layout.width();
+    let bytes_per_block = layout.max_block_len(bv);
     let want = (100 * max).div_ceil(bytes_per_block).max(8);
     let step = (blocks.len() / want).max(1);
     let samples: Vec<Vec<u8>> = blocks
@@ -1001,9 +1129,24 @@ impl BlockDecoder {
         }
     }
 
-    /// Decompresses `compressed` into exactly `len` bytes.
-    pub fn decompress(&self, compressed: &[u8], len: usize) -> Result<Vec<u8>, String> {
-        let mut out = Vec::with_capacity(len.max(1));
+    /// Decompresses block `block` of a table (or part) with header `h` from its stored bytes
+    /// `compressed`, checked to be a well-formed block of the header's layout
+    /// ([`ValueLayout::check_block`]).
+    pub fn decompress_block(
+        &self,
+        h: &TableHeader,
+        block: u32,
+        compressed: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        let n = h.values_in_block(block);
+        let raw = self.decompress(compressed, h.layout.max_block_len(n))?;
+        h.layout.check_block(&raw, n)?;
+        Ok(raw)
+    }
+
+    /// Decompresses `compressed` into at most `max` bytes.
+    fn decompress(&self, compressed: &[u8], max: usize) -> Result<Vec<u8>, String> {
+        let mut out = Vec::with_capacity(max.max(1));
         let got = DCTX.with(|cell| {
             let mut slot = cell.borrow_mut();
             let ctx = match slot.as_mut() {
@@ -1017,11 +1160,12 @@ impl BlockDecoder {
                 None => ctx.decompress(&mut out, compressed),
                 Some(d) => ctx.decompress_using_ddict(&mut out, compressed, d.as_ddict()),
             };
-            r.map_err(|code| zstd::zstd_safe::get_error_name(code).to_string())
+            r.map_err(|code| match zstd::zstd_safe::get_error_name(code) {
+                "Destination buffer is too small" => format!("more than {max} bytes"),
+                name => name.to_string(),
+            })
         })?;
-        if got != len {
-            return Err(format!("{got} bytes instead of {len}"));
-        }
+        debug_assert_eq!(got, out.len());
         Ok(out)
     }
 }
@@ -1036,14 +1180,14 @@ pub fn check_values(encoded: &EncodedTable) -> Result<(), CodecError> {
     for side in Color::ALL {
         let mut crc = crc32fast::Hasher::new();
         for (b, c) in encoded.blocks[side.index()].iter().enumerate() {
-            let raw = decoder
-                .decompress(c, h.decompressed_len(b as u32))
-                .map_err(|reason| CodecError::BadBlock {
+            let raw = decoder.decompress_block(h, b as u32, c).map_err(|reason| {
+                CodecError::BadBlock {
                     signature: h.signature,
                     side,
                     block: b as u32,
                     reason,
-                })?;
+                }
+            })?;
             crc.update(&raw);
         }
         if crc.finalize() != h.values_crc[side.index()] {
@@ -1084,7 +1228,7 @@ fn raw_block(
     compressed: &[u8],
 ) -> Result<Vec<u8>, CodecError> {
     decoder
-        .decompress(compressed, h.decompressed_len(block))
+        .decompress_block(h, block, compressed)
         .map_err(|reason| CodecError::BadBlock {
             signature: h.signature,
             side,
@@ -1216,7 +1360,7 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
             .enumerate()
             .map(|(b, c)| {
                 decoder
-                    .decompress(c, h.decompressed_len(b as u32))
+                    .decompress_block(h, b as u32, c)
                     .map_err(|reason| CodecError::BadBlock {
                         signature: h.signature,
                         side,
@@ -1375,13 +1519,19 @@ impl PartAssembler {
                 h0.index_size
             )));
         }
+        // What encoding the whole chooses: one byte per value if every part has it, else
+        // indexed if every block can be (every part's can), else two bytes per value.
+        let rank = |l: ValueLayout| match l {
+            ValueLayout::Narrow => Some(0),
+            ValueLayout::Indexed => Some(1),
+            ValueLayout::Planes => Some(2),
+            ValueLayout::Wide => None,
+        };
         let layout = if parts.iter().all(|h| h.layout == h0.layout) {
             h0.layout
-        } else if parts
-            .iter()
-            .all(|h| matches!(h.layout, ValueLayout::Narrow | ValueLayout::Planes))
-        {
-            ValueLayout::Planes
+        } else if parts.iter().all(|h| rank(h.layout).is_some()) {
+            let widest = parts.iter().max_by_key(|h| rank(h.layout));
+            widest.map_or(h0.layout, |h| h.layout)
         } else {
             return Err(mismatch("the parts' value layouts cannot be joined".into()));
         };
@@ -1397,21 +1547,25 @@ impl PartAssembler {
     }
 
     /// Starts the next part, with header `h`: its counts, and the checksums of its values
-    /// when its blocks are kept as they are.
+    /// when its blocks are kept as they are and their length is known without decompressing
+    /// them (all layouts but [`ValueLayout::Indexed`]).
     pub fn start_part(&mut self, h: &TableHeader) {
         self.counts = self.counts.merge(h.counts);
-        if h.layout == self.layout {
-            let len = h.slots.len() * self.layout.width() as u64;
+        if h.layout == self.layout
+            && let Some(len) = self.layout.block_len(h.slots.len() as usize)
+        {
             for (c, &part_crc) in self.crc.iter_mut().zip(&h.values_crc) {
-                c.combine(&crc32fast::Hasher::new_with_initial_len(part_crc, len));
+                c.combine(&crc32fast::Hasher::new_with_initial_len(
+                    part_crc, len as u64,
+                ));
             }
         }
     }
 
     /// Block `block` of `side` of the current part (header `h`), as stored (`stored`, checked
     /// against the part's header): the block the whole table stores in its place, the same
-    /// bytes, or the values widened to two bytes when this part has one byte per value and
-    /// another part two (what encoding the whole table at once chooses).
+    /// bytes, or the values laid out again when this part has one byte per value and another
+    /// part more codes (what encoding the whole table at once chooses).
     pub fn block(
         &mut self,
         h: &TableHeader,
@@ -1420,6 +1574,11 @@ impl PartAssembler {
         stored: Vec<u8>,
     ) -> Result<Vec<u8>, CodecError> {
         let out = if h.layout == self.layout {
+            if self.layout.block_len(0).is_none() {
+                // Checksummed by its decompressed bytes, whose length varies.
+                let raw = raw_block(h, &self.decoder, side, block, &stored)?;
+                self.crc[side.index()].update(&raw);
+            }
             stored
         } else {
             let raw = raw_block(h, &self.decoder, side, block, &stored)?;

@@ -429,8 +429,9 @@ fn encoded_parts(t: &xqtb_core::Table) -> Vec<EncodedTable> {
 }
 
 /// The parts of a sliced table, encoded one by one, assemble into exactly the bytes of the
-/// whole table encoded at once, also when one part needs two bytes per value and the others
-/// one; parts that do not join are refused.
+/// whole table encoded at once, also when the parts' value layouts differ (one part's codes do
+/// not fit a byte, and another's blocks hold too many codes to be indexed); parts that do not
+/// join are refused.
 #[test]
 fn parts_assemble_into_the_whole_table_byte_for_byte() {
     use storage_format::codec::{ValueLayout, assemble_parts};
@@ -439,7 +440,8 @@ fn parts_assemble_into_the_whole_table_byte_for_byte() {
     assert!(index.slices().len() > 1);
     let parts_of = encoded_parts;
     let long = with_a_long_value(&whole);
-    for t in [&*whole, &long] {
+    let many = with_many_codes(&long);
+    for t in [&*whole, &long, &many] {
         let expected = encode_table(t);
         let parts = parts_of(t);
         assert!(parts.iter().all(|p| p.header.is_part()));
@@ -460,8 +462,12 @@ fn parts_assemble_into_the_whole_table_byte_for_byte() {
         let assembled = assemble_parts(parts).unwrap();
         assert_eq!(write_shard(&assembled), write_shard(&expected));
     }
-    assert_eq!(encode_table(&long).header.layout, ValueLayout::Planes);
     assert_eq!(encode_table(&whole).header.layout, ValueLayout::Narrow);
+    assert_eq!(encode_table(&long).header.layout, ValueLayout::Indexed);
+    assert_eq!(encode_table(&many).header.layout, ValueLayout::Planes);
+    let layouts: std::collections::HashSet<_> =
+        parts_of(&many).iter().map(|p| p.header.layout).collect();
+    assert_eq!(layouts.len(), 3, "{layouts:?}");
     let mut gap = parts_of(&whole);
     gap.remove(1);
     let err = assemble_parts(gap).unwrap_err().to_string();
@@ -485,6 +491,25 @@ fn with_a_long_value(t: &xqtb_core::Table) -> xqtb_core::Table {
             .unwrap();
     long.codes_mut(Color::Red)[slot] = Value::Win(301).encode();
     long
+}
+
+/// `t` with 300 different codes in one block of its fifth slice, so that its parts' layouts
+/// are all three: one byte per value, indexed (the third slice, see [`with_a_long_value`]) and
+/// two bytes per value.
+fn with_many_codes(t: &xqtb_core::Table) -> xqtb_core::Table {
+    use xqtb_core::Value;
+    let mut many = t.clone();
+    let first = t.index().slices()[4].slots.start as usize;
+    let codes = many.codes_mut(Color::Black);
+    let legal: Vec<usize> = (first..first + 16384)
+        .filter(|&s| codes[s] != Value::ILLEGAL_CODE)
+        .take(300)
+        .collect();
+    assert_eq!(legal.len(), 300);
+    for (i, s) in legal.into_iter().enumerate() {
+        codes[s] = Value::Win(2 * i as u16 + 1).encode();
+    }
+    many
 }
 
 /// A sled store keeps the parts of a table until they cover it, across a reopening, and then
