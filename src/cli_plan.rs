@@ -61,9 +61,9 @@ With --json the plan is one JSON object (here `xqtb plan KRvKN --json`, shortene
    \"jobs\": [{\"signature\": \"KNvK\", ...}, {\"signature\": \"KRvK\", ...},
             {\"signature\": \"KRvKN\", \"rules\": \"asian\", \"slots\": 328500, \"entries\": 657000,
              \"dependencies\": [\"KNvK\", \"KRvK\"], \"dependency_entries\": 14760,
-             \"solve_bytes\": 17872072, \"stored_bytes\": 122202, \"cpu_seconds\": 0.883}],
+             \"solve_bytes\": 17872072, \"stored_bytes\": 94608, \"cpu_seconds\": 0.883}],
    \"totals\": {\"jobs\": 3, \"slots\": 335880, \"entries\": 671760, \"dependency_entries\": 14760,
-              \"stored_bytes\": 123782, \"cpu_seconds\": 0.89, \"max_solve_bytes\": 17872072,
+              \"stored_bytes\": 96188, \"cpu_seconds\": 0.89, \"max_solve_bytes\": 17872072,
               \"max_solve_job\": \"KRvKN\"}}
 Jobs come in dependency order (every job after the jobs it depends on). slots: index slots per
 side to move; entries: slots times both sides; dependencies: the tables its captures lead into,
