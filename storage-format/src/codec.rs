@@ -1585,7 +1585,11 @@ impl PartAssembler {
             let n = h.values_in_block(block);
             let codes: Vec<u16> = (0..n)
                 .map(|i| match h.layout.code_at(&raw, n, i) {
-                    0xFF if h.filler == Filler::Marker => ILLEGAL,
+                    // One byte per value holds the illegal marker as 0xFF; the other layouts
+                    // hold it whole, and 0xFF there is a value.
+                    0xFF if h.filler == Filler::Marker && h.layout == ValueLayout::Narrow => {
+                        ILLEGAL
+                    }
                     c => c,
                 })
                 .collect();

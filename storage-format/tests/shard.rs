@@ -493,6 +493,38 @@ fn with_a_long_value(t: &xqtb_core::Table) -> xqtb_core::Table {
     long
 }
 
+/// Parts whose illegal slots hold the illegal marker join byte for byte too: a part laid out
+/// again reads its marker as illegal only where it is one (0xFF in one byte per value), not the
+/// code 0xFF of an indexed part.
+#[test]
+fn parts_keeping_the_illegal_marker_assemble_byte_for_byte() {
+    use storage_format::codec::{CodecParams, Filler, assemble_parts, encode_table_with};
+    let params = CodecParams {
+        filler: Filler::Marker,
+        ..CodecParams::default()
+    };
+    let mut t = with_many_codes(&with_a_long_value(&krvkp()));
+    let first = t.index().slices()[2].slots.start as usize;
+    let codes = t.codes_mut(Color::Black);
+    let slot = first + codes[first..].iter().position(|&c| c != 0xFFFF).unwrap();
+    codes[slot] = 0xFF;
+    let index = t.index().clone();
+    let parts: Vec<EncodedTable> = (0..index.slices().len())
+        .map(|i| {
+            let span = index.slice_span(i);
+            let codes = Color::ALL
+                .map(|side| t.codes(side)[span.start as usize..span.end as usize].to_vec());
+            let part = xqtb_core::Table::part(index.clone(), RULES, span, codes);
+            encode_table_with(&part, &params)
+        })
+        .collect();
+    let assembled = assemble_parts(parts).unwrap();
+    assert!(
+        write_shard(&assembled) == write_shard(&encode_table_with(&t, &params)),
+        "the assembled table differs from the whole encoded at once"
+    );
+}
+
 /// `t` with 300 different codes in one block of its fifth slice, so that its parts' layouts
 /// are all three: one byte per value, indexed (the third slice, see [`with_a_long_value`]) and
 /// two bytes per value.
