@@ -1564,8 +1564,9 @@ impl PartAssembler {
 
     /// Block `block` of `side` of the current part (header `h`), as stored (`stored`, checked
     /// against the part's header): the block the whole table stores in its place, the same
-    /// bytes, or the values laid out again when this part has one byte per value and another
-    /// part more codes (what encoding the whole table at once chooses).
+    /// bytes, or the values laid out again when another part needed a wider layout than this
+    /// one (one byte per value, then indexed, then two bytes: what encoding the whole table at
+    /// once chooses).
     pub fn block(
         &mut self,
         h: &TableHeader,
@@ -1574,7 +1575,7 @@ impl PartAssembler {
         stored: Vec<u8>,
     ) -> Result<Vec<u8>, CodecError> {
         let out = if h.layout == self.layout {
-            if self.layout.block_len(0).is_none() {
+            if self.layout.block_len(h.values_in_block(block)).is_none() {
                 // Checksummed by its decompressed bytes, whose length varies.
                 let raw = raw_block(h, &self.decoder, side, block, &stored)?;
                 self.crc[side.index()].update(&raw);
