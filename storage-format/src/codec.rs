@@ -348,8 +348,9 @@ pub enum CodecError {
     /// The dictionary does not match its checksum.
     #[error("table {0}: the compression dictionary is corrupt (checksum mismatch)")]
     DictionaryChecksum(Signature),
-    /// A block does not decompress to the expected size.
-    #[error("table {signature}: block {block} for {side} to move does not decompress: {reason}")]
+    /// A block cannot be read: it is missing, does not match the header's block table, does
+    /// not decompress, or its bytes are not a block of the header's layout.
+    #[error("table {signature}: block {block} for {side} to move is corrupt: {reason}")]
     BadBlock {
         /// The table.
         signature: Signature,
@@ -1161,8 +1162,10 @@ impl BlockDecoder {
                 Some(d) => ctx.decompress_using_ddict(&mut out, compressed, d.as_ddict()),
             };
             r.map_err(|code| match zstd::zstd_safe::get_error_name(code) {
-                "Destination buffer is too small" => format!("more than {max} bytes"),
-                name => name.to_string(),
+                "Destination buffer is too small" => {
+                    format!("it decompresses to more than {max} bytes")
+                }
+                name => format!("it does not decompress ({name})"),
             })
         })?;
         debug_assert_eq!(got, out.len());
