@@ -10,8 +10,7 @@
 //! test only reads positions of the other side decided at earlier levels.
 
 use super::{
-    CAND, IfLost, Phase, Pos, TOUCHED, is_undecided, rule_value, with_witness, witness,
-    witness_hash,
+    CAND, IfLost, Phase, Pos, TOUCHED, is_undecided, may_lose_by, rule_value, with_witness_of,
 };
 use crate::position::prefetch;
 use crate::solve::SolveError;
@@ -160,14 +159,12 @@ fn loss_level(
                 if !won.contains(&c) || !pos.load(slot, side) {
                     continue;
                 }
-                let hash = witness_hash(slot);
                 for &p in pos.predecessors(|p| prefetch(&preds[p])) {
                     let c = preds[p].load(Relaxed);
                     if is_undecided(c) {
                         // A position that holds (its witness value no hash takes) never loses;
                         // one with a witness of another hash keeps it.
-                        let w = witness(c);
-                        let flags = if w == 0 || w == hash {
+                        let flags = if may_lose_by(c, slot) {
                             CAND | TOUCHED
                         } else {
                             TOUCHED
@@ -203,7 +200,7 @@ fn loss_level(
             }
             let look = match phase.look_if_lost(pos)? {
                 IfLost::Open(q) => {
-                    state.store(with_witness(c, witness_hash(q as u64)), Relaxed);
+                    state.store(with_witness_of(c, Some(q as u64)), Relaxed);
                     continue;
                 }
                 IfLost::AllWon(look) => look,
@@ -216,7 +213,7 @@ fn loss_level(
             }
             // Every move staying in the job loses: no witness (the moves leaving it may still
             // keep it from losing now, and not later).
-            state.store(with_witness(c, 0), Relaxed);
+            state.store(with_witness_of(c, None), Relaxed);
             if !look.open
                 && let Some(p) = look.best.rule_plies()
                 && p > level
