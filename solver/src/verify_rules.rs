@@ -24,7 +24,7 @@
 //! can be trusted to tell illegal moves.
 
 use crate::VerifyError;
-use crate::position::{LEAVES, SlotPosition};
+use crate::position::{LEAVES, SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -486,20 +486,21 @@ fn node_arcs(
     if !pos.load(slot, side) {
         return Ok(false);
     }
+    // Every move is looked at: their successors' codes are fetched all at once.
+    pos.successors(|q| prefetch(&next[q]));
     let pos = &*pos;
     let board = &pos.board;
-    let mut moves = MoveList::new();
-    board.pseudo_moves(&mut moves);
+    let (moves, slots) = pos.last_successors();
     let mut classes: Option<Classifier> = None;
     // Moves out of the set are looked at only until one escapes, the captures (a probe each)
     // after the quiet moves.
     let mut escapes = false;
     let mut leaving = false;
-    for &m in moves.iter() {
-        let Some(q) = pos.stays(m) else {
+    for (&m, &q) in moves.iter().zip(slots) {
+        if q == LEAVES {
             leaving = true;
             continue;
-        };
+        }
         let q = q as u64;
         let code = next[q as usize];
         if code == Value::ILLEGAL_CODE {
@@ -535,8 +536,8 @@ fn node_arcs(
         return Ok(escapes);
     }
     let mut after = board.clone();
-    for &m in moves.iter() {
-        if pos.stays(m).is_some() {
+    for (&m, &q) in moves.iter().zip(slots) {
+        if q != LEAVES {
             continue;
         }
         let captured = after.make(m);
