@@ -1172,9 +1172,10 @@ impl BlockDecoder {
     }
 }
 
-/// Checks that every block of `encoded` decompresses to its size and that each side's values
-/// match the header's values checksum, one block at a time: the checks of [`decode_table`] short
-/// of the index and the counts, without holding the decoded table.
+/// Checks that every block of `encoded` decompresses to a well-formed block of the header's
+/// layout ([`ValueLayout::check_block`]) and that each side's values match the header's values
+/// checksum, one block at a time: the checks of [`decode_table`] short of the index and the
+/// counts, without holding the decoded table.
 pub fn check_values(encoded: &EncodedTable) -> Result<(), CodecError> {
     encoded.validate()?;
     let h = &encoded.header;
@@ -1182,14 +1183,7 @@ pub fn check_values(encoded: &EncodedTable) -> Result<(), CodecError> {
     for side in Color::ALL {
         let mut crc = crc32fast::Hasher::new();
         for (b, c) in encoded.blocks[side.index()].iter().enumerate() {
-            let raw = decoder.decompress_block(h, b as u32, c).map_err(|reason| {
-                CodecError::BadBlock {
-                    signature: h.signature,
-                    side,
-                    block: b as u32,
-                    reason,
-                }
-            })?;
+            let raw = raw_block(h, &decoder, side, b as u32, c)?;
             crc.update(&raw);
         }
         if crc.finalize() != h.values_crc[side.index()] {
@@ -1360,16 +1354,7 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
         let raw: Vec<Vec<u8>> = encoded.blocks[s]
             .par_iter()
             .enumerate()
-            .map(|(b, c)| {
-                decoder
-                    .decompress_block(h, b as u32, c)
-                    .map_err(|reason| CodecError::BadBlock {
-                        signature: h.signature,
-                        side,
-                        block: b as u32,
-                        reason,
-                    })
-            })
+            .map(|(b, c)| raw_block(h, &decoder, side, b as u32, c))
             .collect::<Result<_, _>>()?;
         let mut crc = crc32fast::Hasher::new();
         for b in &raw {
