@@ -293,6 +293,20 @@ struct Look {
     open: bool,
 }
 
+/// How [`Phase::forced`] and [`Phase::mark_forced`] give the trap search's roles along with
+/// [`FORCED`] and [`ROLE_WINNER`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Marking {
+    /// The first round (every undecided position tested, no role given yet): [`OFFENDER`] and
+    /// [`WINNER`] come with them, so that the search does not read the table once more to give
+    /// them.
+    First,
+    /// Later rounds, whose trap search may keep the last round's roles: a position that gets
+    /// [`ROLE_WINNER`] is given the winner role back ([`search::revive`]); one marked forced
+    /// gets its offender role as a touched position ([`search`]).
+    Later,
+}
+
 /// What [`Phase::look_if_lost`] found.
 enum IfLost {
     /// Every legal move staying in the job leads to a position won for the opponent; the
@@ -469,15 +483,13 @@ impl<'a> Phase<'a> {
     /// Whether the side to move of the loaded position (undecided, its captures and exits all
     /// losing) is forced to offend: every legal move in the job into an undecided position is a
     /// check, or every one chases one and the same piece, and every other move loses. When it
-    /// is, the positions those moves lead to get [`ROLE_WINNER`]; with `revive` (rounds after
-    /// the first, whose trap search keeps the last round's roles) a position that gets it is
-    /// given the winner role of the search too ([`search::revive`]). Also returns a witness
-    /// for the loss levels (`None` for none): the slot of a move into an undecided position.
-    /// `open` is scratch space.
+    /// is, the positions those moves lead to get [`ROLE_WINNER`], and with it the search's
+    /// [`WINNER`] role as `marking` says. Also returns a witness for the loss levels (`None` for
+    /// none): the slot of a move into an undecided position. `open` is scratch space.
     fn forced(
         &self,
         pos: &mut SlotPosition,
-        revive: bool,
+        marking: Marking,
         open: &mut Vec<usize>,
     ) -> (bool, Option<u64>) {
         let side = pos.board.side_to_move();
@@ -544,8 +556,12 @@ impl<'a> Phase<'a> {
             let a = &them[q];
             let c = a.load(Relaxed);
             if c & ROLE_WINNER == 0 {
-                let _ = a.fetch_update(Relaxed, Relaxed, |c| Some(with_role(c, ROLE_WINNER)));
-                if revive {
+                let role = match marking {
+                    Marking::First => ROLE_WINNER | WINNER,
+                    Marking::Later => ROLE_WINNER,
+                };
+                let _ = a.fetch_update(Relaxed, Relaxed, |c| Some(with_role(c, role)));
+                if marking == Marking::Later {
                     search::revive(self, side.opponent(), q as u64, WINNER);
                 }
             }
@@ -556,6 +572,11 @@ impl<'a> Phase<'a> {
     /// Marks as forced to offend the undecided positions that can lose (all of them, or only
     /// those touched since the last search). Returns how many it marked.
     fn mark_forced(&self, all: bool) -> Result<u64, SolveError> {
+        let marking = if all { Marking::First } else { Marking::Later };
+        let role = match marking {
+            Marking::First => FORCED | OFFENDER,
+            Marking::Later => FORCED,
+        };
         let test = |side: Color, slots: &mut dyn Iterator<Item = u64>, pos: &mut SlotPosition| {
             let states = self.states(side);
             let mut n = 0u64;
@@ -571,9 +592,9 @@ impl<'a> Phase<'a> {
                 {
                     continue;
                 }
-                let (forced, q) = self.forced(pos, !all, &mut open);
+                let (forced, q) = self.forced(pos, marking, &mut open);
                 let update = |c: u16| {
-                    let c = if forced { with_role(c, FORCED) } else { c };
+                    let c = if forced { with_role(c, role) } else { c };
                     with_witness_of(c, q)
                 };
                 if update(c) != c {

@@ -263,11 +263,10 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
     let size = s.len();
     let t0 = std::time::Instant::now();
     let fresh = all || start_override().unwrap_or_else(|| touched_many(phase));
-    if fresh {
-        if !all {
-            forget_roles(phase);
-        }
-        mark_roles(phase);
+    if all {
+        // The first round's forced test gave the roles as it marked the positions.
+    } else if fresh {
+        give_roles_afresh(phase);
     } else {
         revive_touched(phase);
         revive_backwards(phase);
@@ -521,22 +520,6 @@ fn search_from_touched(
     Ok(out)
 }
 
-/// Flags the forced positions as offenders and the undecided positions their moves lead to as
-/// winner positions (those marked [`ROLE_WINNER`] when a position leading there was marked
-/// forced; [`drop_stale_winners`] takes the role from those left without one).
-fn mark_roles(phase: &Phase) {
-    for side in Color::ALL {
-        phase.states(side).par_iter().for_each(|a| {
-            let c = a.load(Relaxed);
-            if is_undecided(c) && c & (FORCED | ROLE_WINNER) != 0 {
-                let offender = if c & FORCED != 0 { OFFENDER } else { 0 };
-                let winner = if c & ROLE_WINNER != 0 { WINNER } else { 0 };
-                a.store(c | offender | winner, Relaxed);
-            }
-        });
-    }
-}
-
 /// Takes the winner role from the positions the safety fixed point kept whose positions forced
 /// to offend (those their [`ROLE_WINNER`] came from) have all been decided since. No offender
 /// position leads to such a position, so no other position's safety depended on it: what is
@@ -636,9 +619,12 @@ fn clear_touched(phase: &Phase) {
     });
 }
 
-/// Takes every role of the trap search (and what was given back this round), to find the fixed
-/// point afresh.
-fn forget_roles(phase: &Phase) {
+/// Gives the roles afresh, in one pass over the table: takes every role of the last search (and
+/// what was given back this round), then flags the forced positions as offenders and the
+/// undecided positions their moves lead to as winner positions (those marked [`ROLE_WINNER`]
+/// when a position leading there was marked forced; [`drop_stale_winners`] takes the role from
+/// those left without one).
+fn give_roles_afresh(phase: &Phase) {
     for side in Color::ALL {
         phase.states(side).par_iter().for_each(|a| {
             let c = a.load(Relaxed);
@@ -646,9 +632,18 @@ fn forget_roles(phase: &Phase) {
                 return;
             }
             // The role flags' bits extend the witness of a position without a role.
-            let flags = REVIVED | if has_role(c) { ROLE_FLAGS } else { 0 };
-            if c & flags != 0 {
-                a.store(c & !flags, Relaxed);
+            let mut n = c & !REVIVED;
+            if has_role(c) {
+                n &= !ROLE_FLAGS;
+                if c & FORCED != 0 {
+                    n |= OFFENDER;
+                }
+                if c & ROLE_WINNER != 0 {
+                    n |= WINNER;
+                }
+            }
+            if n != c {
+                a.store(n, Relaxed);
             }
         });
     }
