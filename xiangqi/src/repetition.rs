@@ -216,8 +216,7 @@ fn is_legal_for(board: &mut Board, side: Color, m: Move, in_check: bool) -> bool
 /// Classifies the moves of one position, computing what the mover threatens before any move
 /// once, on first need.
 pub struct Classifier {
-    mover: Color,
-    threats_before: Option<u128>,
+    classes: MoveClasses,
     /// The position before any move; each move is made on it and taken back.
     scratch: Board,
 }
@@ -226,22 +225,44 @@ impl Classifier {
     /// A classifier for the moves of `before` (its mover to move).
     pub fn new(before: &Board) -> Classifier {
         Classifier {
-            mover: before.side_to_move(),
-            threats_before: None,
+            classes: MoveClasses::new(before.side_to_move()),
             scratch: before.clone(),
         }
     }
 
     /// What the legal non-capturing move `m` does.
     pub fn class(&mut self, m: Move) -> MoveClass {
+        self.classes.class(&mut self.scratch, m)
+    }
+}
+
+/// [`Classifier`] without a board of its own: each call is lent the position, which it leaves
+/// as it found it. Where the caller owns the board, this spares the copy a classifier makes.
+pub struct MoveClasses {
+    mover: Color,
+    threats_before: Option<u128>,
+}
+
+impl MoveClasses {
+    /// Classes of the moves of a position with `mover` to move.
+    pub fn new(mover: Color) -> MoveClasses {
+        MoveClasses {
+            mover,
+            threats_before: None,
+        }
+    }
+
+    /// What the legal non-capturing move `m` does on `before`, which must be the same position
+    /// at every call.
+    pub fn class(&mut self, before: &mut Board, m: Move) -> MoveClass {
         let mover = self.mover;
-        let captured = self.scratch.make(m);
-        if self.scratch.in_check_from_pieces(mover.opponent()) {
-            self.scratch.unmake(m, captured);
+        let captured = before.make(m);
+        if before.in_check_from_pieces(mover.opponent()) {
+            before.unmake(m, captured);
             return MoveClass::Check;
         }
-        let after = threatened_on(&mut self.scratch, mover).0;
-        self.scratch.unmake(m, captured);
+        let after = threatened_on(before, mover).0;
+        before.unmake(m, captured);
         if after == 0 {
             // Nothing is threatened after the move, so nothing newly: what was threatened before
             // is not needed (most moves of most positions end here).
@@ -250,7 +271,7 @@ impl Classifier {
         let before = match self.threats_before {
             Some(b) => b,
             None => {
-                let b = threatened_on(&mut self.scratch, mover).0;
+                let b = threatened_on(before, mover).0;
                 self.threats_before = Some(b);
                 b
             }

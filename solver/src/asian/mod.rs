@@ -36,7 +36,7 @@ use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU16, AtomicU64};
-use xiangqi::repetition::{Classifier, MoveClass};
+use xiangqi::repetition::{MoveClass, MoveClasses};
 use xiangqi::{Color, Move, MoveList, Square};
 use xqtb_core::{Probe, Rule, RuleValue, Value};
 
@@ -485,11 +485,13 @@ impl<'a> Phase<'a> {
     /// check, or every one chases one and the same piece, and every other move loses. When it
     /// is, the positions those moves lead to get [`ROLE_WINNER`], and with it the search's
     /// [`WINNER`] role as `marking` says. Also returns a witness for the loss levels (`None` for
-    /// none): the slot of a move into an undecided position. `open` is scratch space.
+    /// none): the slot of a move into an undecided position. `moves` and `open` are scratch
+    /// space.
     fn forced(
         &self,
         pos: &mut SlotPosition,
         marking: Marking,
+        moves: &mut MoveList,
         open: &mut Vec<usize>,
     ) -> (bool, Option<u64>) {
         let side = pos.board.side_to_move();
@@ -501,10 +503,10 @@ impl<'a> Phase<'a> {
         // such a move among their first few, so computing every successor first does not pay.
         let board = &pos.board;
         let king = board.king_square(side);
-        let mut moves = MoveList::new();
+        moves.clear();
         let mut others = board.occupancy(side);
         if let Some(k) = king {
-            board.piece_pseudo_moves(k, &mut moves);
+            board.piece_pseudo_moves(k, moves);
             others &= !(1u128 << k.index());
         }
         // The positions its moves into undecided positions lead to (decided successors are wins
@@ -512,7 +514,9 @@ impl<'a> Phase<'a> {
         open.clear();
         let mut checks = true;
         let mut chased = !0u128;
-        let mut classifier: Option<Classifier> = None;
+        // Classified on the position's own board: a classifier's copy of it cost more than the
+        // classes of most positions' one or two moves.
+        let mut classes = MoveClasses::new(side);
         let mut next = 0;
         loop {
             if next == moves.len() {
@@ -522,7 +526,7 @@ impl<'a> Phase<'a> {
                 let s = Square::from_index(others.trailing_zeros() as usize);
                 others &= others - 1;
                 pos.board
-                    .piece_pseudo_moves(s.expect("a square of the board"), &mut moves);
+                    .piece_pseudo_moves(s.expect("a square of the board"), moves);
                 continue;
             }
             let m = moves[next];
@@ -532,10 +536,7 @@ impl<'a> Phase<'a> {
                 continue;
             }
             open.push(q);
-            match classifier
-                .get_or_insert_with(|| Classifier::new(&pos.board))
-                .class(m)
-            {
+            match classes.class(&mut pos.board, m) {
                 MoveClass::Check => chased = 0,
                 MoveClass::Chase(sq) => {
                     checks = false;
@@ -581,6 +582,7 @@ impl<'a> Phase<'a> {
             let states = self.states(side);
             let mut n = 0u64;
             let mut open = Vec::with_capacity(xiangqi::MAX_MOVES);
+            let mut moves = MoveList::new();
             for slot in slots {
                 let state = &states[slot as usize];
                 let c = state.load(Relaxed);
@@ -592,7 +594,7 @@ impl<'a> Phase<'a> {
                 {
                     continue;
                 }
-                let (forced, q) = self.forced(pos, marking, &mut open);
+                let (forced, q) = self.forced(pos, marking, &mut moves, &mut open);
                 let update = |c: u16| {
                     let c = if forced { with_role(c, role) } else { c };
                     with_witness_of(c, q)
