@@ -28,7 +28,7 @@ use crate::position::{LEAVES, SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use xiangqi::repetition::{Classifier, MoveClass};
+use xiangqi::repetition::{MoveClass, MoveClasses};
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
 use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, RuleValue, Table, Value};
 
@@ -46,7 +46,9 @@ pub(crate) fn forced_to_offend(
 ) -> bool {
     let mut checks = true;
     let mut chased = !0u128;
-    let mut classes: Option<Classifier> = None;
+    // Moves are classified on a copy of the board (a classifier, with its own copy, cost more).
+    let mut scratch = Board::default();
+    let mut classes: Option<MoveClasses> = None;
     for (i, &m) in moves.iter().enumerate() {
         let v = if slots[i] != LEAVES {
             match Value::decode(next(slots[i])) {
@@ -66,10 +68,11 @@ pub(crate) fn forced_to_offend(
         if v != Value::Draw {
             return false;
         }
-        match classes
-            .get_or_insert_with(|| Classifier::new(board))
-            .class(m)
-        {
+        let classes = classes.get_or_insert_with(|| {
+            scratch.clone_from(board);
+            MoveClasses::new(board.side_to_move())
+        });
+        match classes.class(&mut scratch, m) {
             MoveClass::Idle => return false,
             MoveClass::Check => chased = 0,
             MoveClass::Chase(sq) => {
@@ -491,7 +494,9 @@ fn node_arcs(
     let pos = &*pos;
     let board = &pos.board;
     let (moves, slots) = pos.last_successors();
-    let mut classes: Option<Classifier> = None;
+    // Moves are classified on a copy of the board (a classifier, with its own copy, cost more).
+    let mut scratch = Board::default();
+    let mut classes: Option<MoveClasses> = None;
     // Moves out of the set are looked at only until one escapes, the captures (a probe each)
     // after the quiet moves.
     let mut escapes = false;
@@ -507,8 +512,11 @@ fn node_arcs(
             continue;
         }
         if let Some(n) = nodes.rank(entry(size, them, q)) {
-            let classes = classes.get_or_insert_with(|| Classifier::new(board));
-            let (class, chased) = match classes.class(m) {
+            let classes = classes.get_or_insert_with(|| {
+                scratch.clone_from(board);
+                MoveClasses::new(side)
+            });
+            let (class, chased) = match classes.class(&mut scratch, m) {
                 MoveClass::Idle => (0, 0),
                 MoveClass::Check => (1, 0),
                 MoveClass::Chase(sq) => {

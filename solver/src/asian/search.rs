@@ -33,7 +33,7 @@ use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicU64};
-use xiangqi::repetition::{Classifier, MoveClass};
+use xiangqi::repetition::{MoveClass, MoveClasses};
 use xiangqi::{Color, Move, MoveList, Square};
 use xqtb_core::{MAX_PIECES, Rule};
 
@@ -873,6 +873,9 @@ impl TableGame {
             .par_chunks(1024)
             .map(|chunk| {
                 let mut pos = s.position();
+                // Each node's moves are classified on a copy of its board (a classifier of its
+                // own per node, with its copy, cost more).
+                let mut scratch = xiangqi::Board::default();
                 let mut moves = Vec::new();
                 let mut ends = Vec::with_capacity(chunk.len());
                 let mut escapes = Vec::with_capacity(chunk.len());
@@ -881,7 +884,7 @@ impl TableGame {
                     let c = phase.code((side, slot));
                     escapes.push(!flagged(c, OFFENDER));
                     if pos.load(slot, side) {
-                        let mut classes: Option<Classifier> = None;
+                        let mut classes: Option<MoveClasses> = None;
                         graph_moves(phase, &mut pos, flagged(c, OFFENDER), |pos, m, q| {
                             let target = entry_of(size, (side.opponent(), q));
                             let to = entries
@@ -892,9 +895,11 @@ impl TableGame {
                                 let succ = pos.table_slot(q);
                                 slot_map(index, &s.pieces, pos.squares(), m, succ)
                             });
-                            let classes =
-                                classes.get_or_insert_with(|| Classifier::new(&pos.board));
-                            let label = match classes.class(m) {
+                            let classes = classes.get_or_insert_with(|| {
+                                scratch.clone_from(&pos.board);
+                                MoveClasses::new(side)
+                            });
+                            let label = match classes.class(&mut scratch, m) {
                                 MoveClass::Check => Label::Check,
                                 MoveClass::Idle => Label::Idle,
                                 MoveClass::Chase(sq) => {
