@@ -125,7 +125,7 @@ impl MoveList {
 impl std::ops::Deref for MoveList {
     type Target = [Move];
     // Indexing a list goes through here: without the hint it was a call across crates in every
-    // move loop (0.3-0.7 s of a KRNvKR closure).
+    // move loop (0.3-0.7 s of a KRNvKR closure's profile).
     #[inline]
     fn deref(&self) -> &[Move] {
         self.as_slice()

@@ -307,6 +307,24 @@ enum Marking {
     Later,
 }
 
+impl Marking {
+    /// The flags a position found forced to offend gets.
+    fn forced_flags(self) -> u16 {
+        match self {
+            Marking::First => FORCED | OFFENDER,
+            Marking::Later => FORCED,
+        }
+    }
+
+    /// The flags a position a forced one's move leads to gets.
+    fn winner_flags(self) -> u16 {
+        match self {
+            Marking::First => ROLE_WINNER | WINNER,
+            Marking::Later => ROLE_WINNER,
+        }
+    }
+}
+
 /// What [`Phase::look_if_lost`] found.
 enum IfLost {
     /// Every legal move staying in the job leads to a position won for the opponent; the
@@ -557,10 +575,7 @@ impl<'a> Phase<'a> {
             let a = &them[q];
             let c = a.load(Relaxed);
             if c & ROLE_WINNER == 0 {
-                let role = match marking {
-                    Marking::First => ROLE_WINNER | WINNER,
-                    Marking::Later => ROLE_WINNER,
-                };
+                let role = marking.winner_flags();
                 let _ = a.fetch_update(Relaxed, Relaxed, |c| Some(with_role(c, role)));
                 if marking == Marking::Later {
                     search::revive(self, side.opponent(), q as u64, WINNER);
@@ -574,10 +589,7 @@ impl<'a> Phase<'a> {
     /// those touched since the last search). Returns how many it marked.
     fn mark_forced(&self, all: bool) -> Result<u64, SolveError> {
         let marking = if all { Marking::First } else { Marking::Later };
-        let role = match marking {
-            Marking::First => FORCED | OFFENDER,
-            Marking::Later => FORCED,
-        };
+        let role = marking.forced_flags();
         let test = |side: Color, slots: &mut dyn Iterator<Item = u64>, pos: &mut SlotPosition| {
             let states = self.states(side);
             let mut n = 0u64;

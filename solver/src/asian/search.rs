@@ -263,13 +263,14 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
     let size = s.len();
     let t0 = std::time::Instant::now();
     let fresh = all || start_override().unwrap_or_else(|| touched_many(phase));
-    if all {
-        // The first round's forced test gave the roles as it marked the positions.
-    } else if fresh {
-        give_roles_afresh(phase);
-    } else {
-        revive_touched(phase);
-        revive_backwards(phase);
+    // The first round's forced test gave the roles as it marked the positions.
+    if !all {
+        if fresh {
+            give_roles_afresh(phase);
+        } else {
+            revive_touched(phase);
+            revive_backwards(phase);
+        }
     }
     keep_safe(phase, fresh);
     if fresh && !all {
