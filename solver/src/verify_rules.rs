@@ -32,17 +32,16 @@ use xiangqi::repetition::{MoveClass, MoveClasses};
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
 use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, RuleValue, Table, Value};
 
-/// Whether the side to move of `board` can only offend or lose: every legal move leads to a
-/// position lost for it, or is a quiet move into a drawn position that is a check (every one
-/// of them), or chases one piece common to all of them. `slots` and `next` give the successors'
-/// codes of the moves that stay in the table (or part); `capture(m)` the value for the mover of
-/// a move that leaves it, a capture or a pawn's step into another slice (`None`: illegal).
+/// Whether the side to move of `board` can only offend or lose, given that every legal move
+/// leaving the table (or part), a capture or a pawn's step into another slice, loses for it:
+/// every legal quiet move leads to a position lost for it, or is a move into a drawn position
+/// that is a check (every one of them), or chases one piece common to all of them. `slots` and
+/// `next` give the successors' codes of the moves that stay in the table (or part).
 pub(crate) fn forced_to_offend(
     board: &Board,
     moves: &MoveList,
     slots: &[usize],
     next: &dyn Fn(usize) -> u16,
-    capture: &mut dyn FnMut(Move) -> Option<Value>,
 ) -> bool {
     let mut checks = true;
     let mut chased = !0u128;
@@ -50,17 +49,12 @@ pub(crate) fn forced_to_offend(
     let mut scratch = Board::default();
     let mut classes: Option<MoveClasses> = None;
     for (i, &m) in moves.iter().enumerate() {
-        let v = if slots[i] != LEAVES {
-            match Value::decode(next(slots[i])) {
-                Value::Illegal => continue,
-                v => v.for_mover(),
-            }
-        } else {
-            match capture(m) {
-                None | Some(Value::Illegal) => continue,
-                Some(v) if v.is_loss() => continue,
-                Some(_) => return false,
-            }
+        if slots[i] == LEAVES {
+            continue;
+        }
+        let v = match Value::decode(next(slots[i])) {
+            Value::Illegal => continue,
+            v => v.for_mover(),
         };
         if v.is_loss() {
             continue;
