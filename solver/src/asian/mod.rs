@@ -77,9 +77,8 @@ const WAVE_WINNER: u16 = 1 << 6;
 const WAVE_OFFENDER: u16 = 1 << 7;
 /// Some quiet move leads here from a position marked [`FORCED`], set when that one is marked:
 /// the trap search's winner role without a pass over every forced position's moves in every
-/// round. It may outlast that position (decided later): a search that gives the roles afresh
-/// takes it from such positions; one that keeps the last round's roles leaves them, harmlessly
-/// (no offender position leads there).
+/// round. It may outlast that position (decided later), harmlessly: no offender position leads
+/// there, so no trap runs through it.
 const ROLE_WINNER: u16 = 1 << 8;
 /// In the trap search's safety pass: given a role back this round, so whether it keeps it is
 /// to be checked.

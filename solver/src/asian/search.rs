@@ -24,7 +24,7 @@
 
 use super::{
     FORCED, OFFENDER, Phase, Pos, REVIVED, ROLE_FLAGS, ROLE_WINNER, TOUCHED, WAVE_OFFENDER,
-    WAVE_WINNER, WINNER, flagged, has_role, holds, is_undecided, rule_value, with_witness_of,
+    WAVE_WINNER, WINNER, flagged, has_role, is_undecided, rule_value,
 };
 use crate::position::{LEAVES, SlotPosition, prefetch};
 use crate::rules::{Edge, Game, Label, SLOTS, Target, traps};
@@ -272,14 +272,12 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
             revive_backwards(phase);
         }
     }
+    // A winner role given afresh may be stale: all the forced positions leading there decided
+    // since. Such a position may stay a node, as it may when the roles are kept from the last
+    // round: no offender position leads there, so no trap runs through it and nobody's safety
+    // depends on it. (Taking the role from them read every winner position's un-moves, 0.22 s
+    // CPU on KRNvKR, and took it from none there, nor on KRCvKR.)
     keep_safe(phase, fresh);
-    if fresh && !all {
-        // Every winner role was given afresh: take it from those left without a forced
-        // position leading there (in the first round every one has one). Kept from the last
-        // round, such a position may stay a node: no offender position leads there, so no
-        // trap runs through it and nobody's safety depends on it.
-        drop_stale_winners(phase);
-    }
     let t1 = t0.elapsed().as_secs_f64();
     let codes = [
         rule_value(s, Rule::PerpetualCheck, round, 0)?.encode(),
@@ -521,39 +519,6 @@ fn search_from_touched(
     Ok(out)
 }
 
-/// Takes the winner role from the positions the safety fixed point kept whose positions forced
-/// to offend (those their [`ROLE_WINNER`] came from) have all been decided since. No offender
-/// position leads to such a position, so no other position's safety depended on it: what is
-/// left is the fixed point over the winner roles as [`graph_moves`] would find them afresh.
-fn drop_stale_winners(phase: &Phase) {
-    let _ = phase.par_chunks(|side, slots, pos| {
-        let states = phase.states(side);
-        let preds = phase.states(side.opponent());
-        for slot in slots {
-            let c = states[slot as usize].load(Relaxed);
-            if !is_undecided(c) || !flagged(c, WINNER) || !pos.load(slot, side) {
-                continue;
-            }
-            let led = pos.predecessors(|p| prefetch(&preds[p])).iter().any(|&p| {
-                let c = preds[p].load(Relaxed);
-                is_undecided(c) && c & FORCED != 0
-            });
-            if !led {
-                // Left without a role, it takes the witness's extension, unknown: no witness.
-                let _ = states[slot as usize].fetch_update(Relaxed, Relaxed, |c| {
-                    let c = c & !(WINNER | ROLE_WINNER);
-                    Some(if has_role(c) || holds(c) {
-                        c
-                    } else {
-                        with_witness_of(c, None)
-                    })
-                });
-            }
-        }
-        Ok(())
-    });
-}
-
 /// Whether the loaded position has a quiet move into an offender position.
 fn reaches_offender(phase: &Phase, pos: &mut SlotPosition) -> bool {
     let them = phase.states(pos.board.side_to_move().opponent());
@@ -623,8 +588,7 @@ fn clear_touched(phase: &Phase) {
 /// Gives the roles afresh, in one pass over the table: takes every role of the last search (and
 /// what was given back this round), then flags the forced positions as offenders and the
 /// undecided positions their moves lead to as winner positions (those marked [`ROLE_WINNER`]
-/// when a position leading there was marked forced; [`drop_stale_winners`] takes the role from
-/// those left without one).
+/// when a position leading there was marked forced, which may outlast that position).
 fn give_roles_afresh(phase: &Phase) {
     for side in Color::ALL {
         phase.states(side).par_iter().for_each(|a| {
