@@ -133,27 +133,13 @@ impl EntrySet {
         });
     }
 
-    fn is_empty(&self) -> bool {
-        self.words.par_iter().all(|w| w.load(Relaxed) == 0)
+    /// The entries from `lo` up to `hi` (exclusive), in order.
+    fn entries_in(&self, lo: u64, hi: u64) -> impl Iterator<Item = u64> + '_ {
+        bits_in(lo, hi, move |w| self.words[w].load(Relaxed))
     }
 
-    /// The entries in order, by chunks of words processed in parallel.
-    fn par_entries(&self) -> impl ParallelIterator<Item = Vec<u64>> + '_ {
-        self.words
-            .par_chunks(WORDS_PER_SCAN)
-            .enumerate()
-            .map(|(c, words)| {
-                let mut out = Vec::new();
-                for (i, w) in words.iter().enumerate() {
-                    let base = ((c * WORDS_PER_SCAN + i) * 64) as u64;
-                    let mut w = w.load(Relaxed);
-                    while w != 0 {
-                        out.push(base + w.trailing_zeros() as u64);
-                        w &= w - 1;
-                    }
-                }
-                out
-            })
+    fn is_empty(&self) -> bool {
+        self.words.par_iter().all(|w| w.load(Relaxed) == 0)
     }
 
     /// The set numbered: node `n` is its `n`-th entry in order.
@@ -173,8 +159,30 @@ impl EntrySet {
     }
 }
 
-/// Chunks of the parallel scans of an [`EntrySet`].
-const WORDS_PER_SCAN: usize = 1 << 12;
+/// The set bits from `lo` up to `hi` (exclusive) of a bitset whose word `w` is `word(w)`, in
+/// order.
+fn bits_in(lo: u64, hi: u64, word: impl Fn(usize) -> u64) -> impl Iterator<Item = u64> {
+    let words = (lo / 64) as usize..hi.div_ceil(64) as usize;
+    words.flat_map(move |w| {
+        let base = w as u64 * 64;
+        let mut x = word(w);
+        // Bits before `lo` and from `hi` on are not in the range.
+        if base < lo {
+            x &= !0u64 << (lo - base);
+        }
+        if base + 64 > hi {
+            x &= (1u64 << (hi - base)) - 1;
+        }
+        std::iter::from_fn(move || {
+            (x != 0).then(|| {
+                let e = base + x.trailing_zeros() as u64;
+                x &= x - 1;
+                e
+            })
+        })
+    })
+}
+
 /// Words per rank block of [`Nodes`].
 const WORDS_PER_BLOCK: usize = 8;
 
@@ -199,6 +207,26 @@ impl Nodes {
             .map(|w| w.count_ones())
             .sum();
         Some((self.blocks[b] + before + (self.words[w] & (bit - 1)).count_ones()) as usize)
+    }
+
+    /// The number of nodes whose entry is below `e` (at most the number of entries).
+    fn count_before(&self, e: u64) -> usize {
+        let w = (e / 64) as usize;
+        if w >= self.words.len() {
+            return self.len;
+        }
+        let b = w / WORDS_PER_BLOCK;
+        let before: u32 = self.words[b * WORDS_PER_BLOCK..w]
+            .iter()
+            .map(|w| w.count_ones())
+            .sum();
+        let bit = 1u64 << (e % 64);
+        (self.blocks[b] + before + (self.words[w] & (bit - 1)).count_ones()) as usize
+    }
+
+    /// The entries from `lo` up to `hi` (exclusive) that are nodes, in order.
+    fn entries_in(&self, lo: u64, hi: u64) -> impl Iterator<Item = u64> + '_ {
+        bits_in(lo, hi, move |w| self.words[w])
     }
 
     /// The entries from node `n` on, in order.
@@ -262,12 +290,12 @@ impl Arc {
     }
 }
 
-/// Nodes per [`Part`] of the graph.
-const PART_NODES: usize = 1 << 12;
-
-/// The arcs of [`PART_NODES`] consecutive nodes, built together (parts are never concatenated,
-/// so the graph's peak memory is its size, not twice that).
-struct Part {
+/// The arcs of the nodes of one chunk of [`crate::CHUNK_SLOTS`] slots of one side, built
+/// together (groups are never concatenated, so the graph's peak memory is its size, not twice
+/// that).
+struct Group {
+    /// The group's first node.
+    first: u32,
     /// Where each node's arcs end.
     ends: Vec<u32>,
     arcs: Vec<u64>,
@@ -281,7 +309,8 @@ struct Net {
     nodes: Nodes,
     /// Nodes with Red to move (they come first).
     red: usize,
-    parts: Vec<Part>,
+    /// The groups that hold nodes, in order.
+    groups: Vec<Group>,
     /// For each flat position of the source's placement, the piece's flat position in the
     /// target's (followed by its square, through a mirror image if the target is stored
     /// mirrored).
@@ -319,17 +348,24 @@ impl Net {
         self.nodes.entries_from(n).next().expect("a node")
     }
 
-    fn escapes(&self, n: usize) -> bool {
-        self.parts[n / PART_NODES].escapes[n % PART_NODES]
-    }
-
-    fn arcs(&self, n: usize) -> impl Iterator<Item = Arc> + Clone + '_ {
-        let part = &self.parts[n / PART_NODES];
-        let i = n % PART_NODES;
-        let from = if i == 0 { 0 } else { part.ends[i - 1] as usize };
-        part.arcs[from..part.ends[i] as usize]
-            .iter()
-            .map(|&a| Arc::unpack(a))
+    /// Every node in order with its arcs and whether it escapes (the sweeps read the nodes in
+    /// order, group by group: no lookup of a node's group).
+    fn each_node(
+        &self,
+    ) -> impl Iterator<Item = (usize, impl Iterator<Item = Arc> + Clone + '_, bool)> + '_ {
+        self.groups.iter().flat_map(|group| {
+            (0..group.ends.len()).map(move |i| {
+                let from = if i == 0 {
+                    0
+                } else {
+                    group.ends[i - 1] as usize
+                };
+                let arcs = group.arcs[from..group.ends[i] as usize]
+                    .iter()
+                    .map(|&a| Arc::unpack(a));
+                (group.first as usize + i, arcs, group.escapes[i])
+            })
+        })
     }
 
     /// The flat position after arc `a` of the piece at flat position `i` before it.
@@ -367,91 +403,216 @@ fn follow(pieces: &[xiangqi::Piece], src: &[u8], dst: &[u8], m: Move) -> [u8; MA
     out
 }
 
+/// The follow maps of a graph's arcs (see [`Net::follows`]), gathered from many threads.
+struct Follows<'a> {
+    table: &'a Table,
+    pieces: &'a [xiangqi::Piece],
+    /// Whether the table has identical pieces (else every arc keeps flat positions).
+    identical: bool,
+    maps: Mutex<Vec<[u8; MAX_PIECES]>>,
+}
+
+impl<'a> Follows<'a> {
+    fn new(table: &'a Table, pieces: &'a [xiangqi::Piece]) -> Follows<'a> {
+        Follows {
+            table,
+            pieces,
+            identical: (1..pieces.len()).any(|i| pieces[i] == pieces[i - 1]),
+            maps: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The follow field of the arc of move `m` from job slot `slot` (`side` to move, stored
+    /// placement `src`) into job slot `q`.
+    fn of(
+        &self,
+        side: Color,
+        slot: u64,
+        src: &[u8; MAX_PIECES],
+        m: Move,
+        q: u64,
+    ) -> Result<u16, Box<VerifyError>> {
+        if !self.identical {
+            return Ok(0);
+        }
+        let mut dst = [0u8; MAX_PIECES];
+        let start = self.table.slots().start;
+        self.table.index().decode(start + q, &mut dst);
+        let f = follow(self.pieces, src, &dst, m);
+        if (0..self.pieces.len()).all(|i| f[i] as usize == i) {
+            return Ok(0);
+        }
+        let mut all = self.maps.lock().expect("follow maps");
+        let k = match all.iter().position(|x| *x == f) {
+            Some(k) => k,
+            None if all.len() < MAX_FOLLOWS => {
+                all.push(f);
+                all.len() - 1
+            }
+            None => {
+                return Err(fail_at(
+                    self.table,
+                    side,
+                    slot,
+                    "too many ways of following identical pieces".into(),
+                ));
+            }
+        };
+        Ok(k as u16 + 1)
+    }
+
+    /// The arcs of node (`side`, `slot`) pushed onto `out` as [`node_arcs`] finds them, with
+    /// their follow fields; returns whether it escapes.
+    #[allow(clippy::too_many_arguments)]
+    fn node_arcs(
+        &self,
+        deps: &dyn Probe,
+        won: &(dyn Fn(Value) -> bool + Sync),
+        pos: &mut SlotPosition,
+        side: Color,
+        slot: u64,
+        target: impl FnMut(u64, u16) -> Option<u32>,
+        out: &mut Vec<u64>,
+    ) -> Result<bool, Box<VerifyError>> {
+        let mut src = [0u8; MAX_PIECES];
+        if self.identical {
+            let start = self.table.slots().start;
+            self.table.index().decode(start + slot, &mut src);
+        }
+        node_arcs(
+            self.table,
+            deps,
+            won,
+            pos,
+            side,
+            slot,
+            target,
+            |m, q| self.of(side, slot, &src, m, q),
+            out,
+        )
+    }
+}
+
+/// The arcs of the seeds of a node set (a round's terminals, or the forced draws) in one chunk
+/// of [`crate::CHUNK_SLOTS`] slots of one side, found while the set is gathered, so that a
+/// seed's moves are generated once (on KRNvKR a second pass over the terminals' moves cost
+/// about 0.8 s CPU): the seeds' job slots in order, each with its arcs and whether it escapes.
+/// Until the set is numbered an arc's target is the successor's job slot.
+#[derive(Default)]
+struct SeedArcs {
+    slots: Vec<u32>,
+    ends: Vec<u32>,
+    arcs: Vec<u64>,
+    escapes: Vec<bool>,
+}
+
+impl SeedArcs {
+    /// `None` for a chunk without seeds; the vectors trimmed to their length (all of a check's
+    /// seeds are held until the graph is built).
+    fn finish(mut self) -> Option<SeedArcs> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        self.slots.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.arcs.shrink_to_fit();
+        self.escapes.shrink_to_fit();
+        Some(self)
+    }
+}
+
+/// The chunks of [`crate::CHUNK_SLOTS`] slots per side of a table of `size` slots per side.
+fn chunks_of(size: u64) -> usize {
+    size.div_ceil(crate::CHUNK_SLOTS) as usize
+}
+
+/// The side and the range of job slots of group `g` (chunks of Red's slots, then of Black's).
+fn group_slots(size: u64, g: usize) -> (Color, std::ops::Range<u64>) {
+    let chunks = chunks_of(size);
+    let side = if g < chunks { Color::Red } else { Color::Black };
+    let start = (g % chunks) as u64 * crate::CHUNK_SLOTS;
+    (side, start..(start + crate::CHUNK_SLOTS).min(size))
+}
+
 /// Builds the graph over `nodes`: for each node its quiet moves into another node, with their
 /// classes, and whether it has a move out of the set that does not lose for its mover. `won`
 /// says whether a position out of the set is won for its side to move, so that the move into it
-/// loses for the mover.
+/// loses for the mover. The arcs of the seeds in `seeds` (one entry per chunk of each side, see
+/// [`group_slots`]) are taken from there, each chunk's freed as its group is built.
 fn build(
-    table: &Table,
     deps: &dyn Probe,
     nodes: Nodes,
     won: &(dyn Fn(Value) -> bool + Sync),
+    seeds: Vec<Option<SeedArcs>>,
+    follows: Follows,
 ) -> Result<Net, Box<VerifyError>> {
-    let index = table.index();
+    let table = follows.table;
     let size = table.slots().len();
-    let start = table.slots().start;
-    let pieces = index.piece_list();
-    let identical = (1..pieces.len()).any(|i| pieces[i] == pieces[i - 1]);
-    let follows = Mutex::new(Vec::<[u8; MAX_PIECES]>::new());
-    let parts: Vec<Part> = (0..nodes.len.div_ceil(PART_NODES))
+    assert_eq!(seeds.len(), 2 * chunks_of(size), "seed arcs per chunk");
+    let groups: Vec<Group> = seeds
         .into_par_iter()
-        .map(|p| {
-            let mut pos = SlotPosition::new(index, &pieces, table.slots());
-            let count = PART_NODES.min(nodes.len - p * PART_NODES);
-            let mut part = Part {
-                ends: Vec::with_capacity(count),
-                arcs: Vec::new(),
-                escapes: Vec::with_capacity(count),
-            };
-            for e in nodes.entries_from(p * PART_NODES).take(count) {
-                let (side, slot) = split(size, e);
-                let mut src = [0u8; MAX_PIECES];
-                if identical {
-                    index.decode(start + slot, &mut src);
-                }
-                let follow_of = |m: Move, q: u64| -> Result<u16, Box<VerifyError>> {
-                    if !identical {
-                        return Ok(0);
-                    }
-                    let mut dst = [0u8; MAX_PIECES];
-                    index.decode(start + q, &mut dst);
-                    let f = follow(&pieces, &src, &dst, m);
-                    if (0..pieces.len()).all(|i| f[i] as usize == i) {
-                        return Ok(0);
-                    }
-                    let mut all = follows.lock().expect("follow maps");
-                    let k = match all.iter().position(|x| *x == f) {
-                        Some(k) => k,
-                        None if all.len() < MAX_FOLLOWS => {
-                            all.push(f);
-                            all.len() - 1
-                        }
-                        None => {
-                            return Err(fail_at(
-                                table,
-                                side,
-                                slot,
-                                "too many ways of following identical pieces".into(),
-                            ));
-                        }
-                    };
-                    Ok(k as u16 + 1)
+        .enumerate()
+        .map_init(
+            || SlotPosition::new(table.index(), follows.pieces, table.slots()),
+            |pos, (g, seed)| {
+                let (side, slots) = group_slots(size, g);
+                let them = side.opponent();
+                let (lo, hi) = (entry(size, side, slots.start), entry(size, side, slots.end));
+                let mut group = Group {
+                    first: nodes.count_before(lo) as u32,
+                    ends: Vec::new(),
+                    arcs: Vec::new(),
+                    escapes: Vec::new(),
                 };
-                let escapes = node_arcs(
-                    table,
-                    deps,
-                    &nodes,
-                    won,
-                    &mut pos,
-                    side,
-                    slot,
-                    follow_of,
-                    &mut part.arcs,
-                )?;
-                part.ends.push(part.arcs.len() as u32);
-                part.escapes.push(escapes);
-            }
-            part.arcs.shrink_to_fit();
-            Ok(part)
-        })
+                let mut next_seed = 0;
+                for e in nodes.entries_in(lo, hi) {
+                    let slot = e - lo + slots.start;
+                    let recorded = seed
+                        .as_ref()
+                        .filter(|c| c.slots.get(next_seed) == Some(&(slot as u32)));
+                    let escapes = match recorded {
+                        Some(c) => {
+                            let i = next_seed;
+                            next_seed += 1;
+                            let from = if i == 0 { 0 } else { c.ends[i - 1] as usize };
+                            for &a in &c.arcs[from..c.ends[i] as usize] {
+                                let mut arc = Arc::unpack(a);
+                                arc.to = nodes
+                                    .rank(entry(size, them, arc.to as u64))
+                                    .expect("a seed's move into the set leads to a node")
+                                    as u32;
+                                group.arcs.push(arc.pack());
+                            }
+                            c.escapes[i]
+                        }
+                        None => follows.node_arcs(
+                            deps,
+                            won,
+                            pos,
+                            side,
+                            slot,
+                            |q, _| nodes.rank(entry(size, them, q)).map(|n| n as u32),
+                            &mut group.arcs,
+                        )?,
+                    };
+                    group.ends.push(group.arcs.len() as u32);
+                    group.escapes.push(escapes);
+                }
+                debug_assert!(seed.as_ref().is_none_or(|c| next_seed == c.slots.len()));
+                group.ends.shrink_to_fit();
+                group.arcs.shrink_to_fit();
+                group.escapes.shrink_to_fit();
+                Ok(group)
+            },
+        )
+        .filter(|g| g.as_ref().map_or(true, |g| !g.ends.is_empty()))
         .collect::<Result<_, Box<VerifyError>>>()?;
-    let red = nodes.entries_from(0).take_while(|&e| e < size).count();
     Ok(Net {
+        red: nodes.count_before(size),
         nodes,
-        red,
-        parts,
-        follows: follows.into_inner().expect("follow maps"),
-        pieces,
+        groups,
+        follows: follows.maps.into_inner().expect("follow maps"),
+        pieces: follows.pieces.to_vec(),
     })
 }
 
@@ -464,20 +625,21 @@ fn fail_at(table: &Table, side: Color, slot: u64, why: String) -> Box<VerifyErro
     fail(table, side, slot, &board, why)
 }
 
-/// Pushes the arcs of node (`side`, `slot`) onto `out`; returns whether it escapes.
+/// Pushes the arcs of node (`side`, `slot`) onto `out`; returns whether it escapes. `target`
+/// gives, for a legal successor's job slot and code, the arc's target when the successor is a
+/// node of the set.
 #[allow(clippy::too_many_arguments)]
 fn node_arcs(
     table: &Table,
     deps: &dyn Probe,
-    nodes: &Nodes,
     won: &(dyn Fn(Value) -> bool + Sync),
     pos: &mut SlotPosition,
     side: Color,
     slot: u64,
+    mut target: impl FnMut(u64, u16) -> Option<u32>,
     mut follow_of: impl FnMut(Move, u64) -> Result<u16, Box<VerifyError>>,
     out: &mut Vec<u64>,
 ) -> Result<bool, Box<VerifyError>> {
-    let size = table.slots().len();
     let them = side.opponent();
     let next = table.codes(them);
     if !pos.load(slot, side) {
@@ -505,7 +667,7 @@ fn node_arcs(
         if code == Value::ILLEGAL_CODE {
             continue;
         }
-        if let Some(n) = nodes.rank(entry(size, them, q)) {
+        if let Some(to) = target(q, code) {
             let classes = classes.get_or_insert_with(|| {
                 scratch.clone_from(board);
                 MoveClasses::new(side)
@@ -523,7 +685,7 @@ fn node_arcs(
             };
             out.push(
                 Arc {
-                    to: n as u32,
+                    to,
                     class,
                     chased,
                     follow: follow_of(m, q)?,
@@ -590,9 +752,11 @@ impl Net {
             return vec![false; n];
         }
         // The trap states: (node, followed victim).
-        let mut y: Vec<bool> = (0..n * nv)
-            .map(|s| self.side(s / nv) == winner || !self.escapes(s / nv))
-            .collect();
+        let mut y: Vec<bool> = Vec::with_capacity(n * nv);
+        for (node, _, escapes) in self.each_node() {
+            let stays = self.side(node) == winner || !escapes;
+            y.extend(std::iter::repeat_n(stays, nv));
+        }
         // The winner's conditions: a non-check; for chases also, per offender piece, a move
         // that does not chase it.
         let mut conds: Vec<Option<usize>> = vec![None];
@@ -653,8 +817,7 @@ impl Net {
         let next_u = |a: &Arc, u: usize| if nu == 1 { 0 } else { self.follow(a, u) };
         loop {
             let mut changed = false;
-            for node in 0..n {
-                let arcs = self.arcs(node);
+            for (node, arcs, escapes) in self.each_node() {
                 let offender = self.side(node) != winner;
                 for v in 0..nv {
                     if !y[node * nv + v] {
@@ -680,7 +843,7 @@ impl Net {
                                 good || won[idx(t, v2, next_u(&a, u))]
                             })
                         } else {
-                            !self.escapes(node)
+                            !escapes
                                 && arcs.clone().next().is_some()
                                 && arcs.clone().all(|a| {
                                     let offence = match (rule, victims[v]) {
@@ -723,75 +886,136 @@ impl Net {
     }
 }
 
-/// Adds to `out` the entries the quiet legal moves of entry `e` lead to whose code `pick`
-/// accepts, setting `e` up in `pos`.
-fn insert_successors(
-    table: &Table,
-    pos: &mut SlotPosition,
-    out: &EntrySet,
-    e: u64,
-    pick: &(impl Fn(u16) -> bool + ?Sized),
-) {
-    let size = table.slots().len();
-    let (side, slot) = split(size, e);
-    if !pos.load(slot, side) {
-        return;
-    }
-    let next = table.codes(side.opponent());
-    let (_, _, slots) = pos.successors(|_| {});
-    for &q in slots {
-        if q != LEAVES && pick(next[q]) {
-            out.insert(entry(size, side.opponent(), q as u64));
-        }
-    }
+/// How the node set of a check grows from its seeds: a seed's quiet legal moves into positions
+/// whose code `pick` accepts add those positions; `member` says, from its code, whether a
+/// seed's successor is a node of the finished set (picked, or a seed itself); `won` as for
+/// [`build`].
+struct Growth<'a, P, M> {
+    deps: &'a dyn Probe,
+    pick: &'a P,
+    member: &'a M,
+    won: &'a (dyn Fn(Value) -> bool + Sync),
+    /// Whether the seeds' arcs are recorded ([`SeedArcs`]; see [`records_fit`]).
+    record: bool,
 }
 
-/// Adds to `set` the entries its entries' quiet legal moves lead to whose code `pick` accepts.
-fn add_successors(table: &Table, set: &EntrySet, pick: &(dyn Fn(u16) -> bool + Sync)) {
-    let pieces = table.index().piece_list();
-    // Successors go to a set of their own, so that they are not visited in turn.
-    let found = EntrySet::new(table.slots().len());
-    set.par_entries().for_each(|entries| {
-        let mut pos = SlotPosition::new(table.index(), &pieces, table.slots());
-        for e in entries {
-            insert_successors(table, &mut pos, &found, e, pick);
-        }
-    });
-    set.union(found);
-}
-
-/// Adds to `set` the entries whose code `seeds` accepts, in the chunks of [`crate::CHUNK_SLOTS`]
-/// slots `in_chunk` names, and the entries their quiet legal moves lead to whose code `pick`
-/// accepts. Generic rather than over `dyn Fn`: `seeds` is asked about every code of those chunks.
-fn add_seeds_and_successors<S, P>(
-    table: &Table,
-    set: &EntrySet,
-    in_chunk: &(dyn Fn(usize) -> bool + Sync),
-    seeds: &S,
-    pick: &P,
-) where
-    S: Fn(u16) -> bool + Sync,
+impl<P, M> Growth<'_, P, M>
+where
     P: Fn(u16) -> bool + Sync,
+    M: Fn(u16) -> bool + Sync,
 {
-    let size = table.slots().len();
-    let pieces = table.index().piece_list();
-    for side in Color::ALL {
-        table
-            .codes(side)
-            .par_chunks(crate::CHUNK_SLOTS as usize)
-            .enumerate()
-            .filter(|&(c, _)| in_chunk(c))
-            .for_each(|(c, chunk)| {
-                let mut pos = SlotPosition::new(table.index(), &pieces, table.slots());
-                let base = c as u64 * crate::CHUNK_SLOTS;
-                for (i, &code) in chunk.iter().enumerate() {
-                    if seeds(code) {
-                        let e = entry(size, side, base + i as u64);
-                        set.insert(e);
-                        insert_successors(table, &mut pos, set, e, pick);
+    /// Adds to `found` the successors seed `e` picks, setting `e` up in `pos`, and pushes the
+    /// seed's arcs onto `out` (targets: job slots) when they are recorded; else [`build`] finds
+    /// the seed's arcs as any node's.
+    fn seed(
+        &self,
+        follows: &Follows,
+        pos: &mut SlotPosition,
+        found: &EntrySet,
+        e: u64,
+        out: &mut SeedArcs,
+    ) -> Result<(), Box<VerifyError>> {
+        let table = follows.table;
+        let size = table.slots().len();
+        let (side, slot) = split(size, e);
+        let them = side.opponent();
+        let target = |q: u64, code: u16| {
+            if (self.pick)(code) {
+                found.insert(entry(size, them, q));
+            }
+            (self.member)(code).then_some(q as u32)
+        };
+        if !self.record {
+            if pos.load(slot, side) {
+                let next = table.codes(them);
+                let (_, _, slots) = pos.successors(|_| {});
+                for &q in slots.iter().filter(|&&q| q != LEAVES) {
+                    if next[q] != Value::ILLEGAL_CODE {
+                        target(q as u64, next[q]);
                     }
                 }
-            });
+            }
+            return Ok(());
+        }
+        let escapes =
+            follows.node_arcs(self.deps, self.won, pos, side, slot, target, &mut out.arcs)?;
+        out.slots.push(slot as u32);
+        out.ends.push(out.arcs.len() as u32);
+        out.escapes.push(escapes);
+        Ok(())
+    }
+
+    /// Adds to `set` the successors its entries pick; returns the arcs of its entries, per chunk
+    /// of each side ([`group_slots`]).
+    fn successors(
+        &self,
+        follows: &Follows,
+        set: &EntrySet,
+    ) -> Result<Vec<Option<SeedArcs>>, Box<VerifyError>> {
+        let table = follows.table;
+        let size = table.slots().len();
+        // Successors go to a set of their own, so that they are not visited in turn.
+        let found = EntrySet::new(size);
+        let seeds = (0..2 * chunks_of(size))
+            .into_par_iter()
+            .map_init(
+                || SlotPosition::new(table.index(), follows.pieces, table.slots()),
+                |pos, g| {
+                    let (side, slots) = group_slots(size, g);
+                    let (lo, hi) = (entry(size, side, slots.start), entry(size, side, slots.end));
+                    let mut out = SeedArcs::default();
+                    for e in set.entries_in(lo, hi) {
+                        self.seed(follows, pos, &found, e, &mut out)?;
+                    }
+                    Ok(out.finish())
+                },
+            )
+            .collect::<Result<_, Box<VerifyError>>>()?;
+        set.union(found);
+        Ok(seeds)
+    }
+
+    /// Adds to `set` the entries whose code `seeds` accepts, in the chunks of
+    /// [`crate::CHUNK_SLOTS`] slots `in_chunk` names, and the successors they pick; returns
+    /// their arcs, per chunk of each side ([`group_slots`]). Generic rather than over `dyn Fn`:
+    /// `seeds` is asked about every code of those chunks.
+    fn seeds_and_successors<S: Fn(u16) -> bool + Sync>(
+        &self,
+        follows: &Follows,
+        set: &EntrySet,
+        in_chunk: &(dyn Fn(usize) -> bool + Sync),
+        seeds: &S,
+    ) -> Result<Vec<Option<SeedArcs>>, Box<VerifyError>> {
+        let table = follows.table;
+        let size = table.slots().len();
+        let mut all = Vec::with_capacity(2 * chunks_of(size));
+        for side in Color::ALL {
+            let chunks: Vec<Option<SeedArcs>> = table
+                .codes(side)
+                .par_chunks(crate::CHUNK_SLOTS as usize)
+                .enumerate()
+                .map_init(
+                    || SlotPosition::new(table.index(), follows.pieces, table.slots()),
+                    |pos, (c, chunk)| {
+                        let mut out = SeedArcs::default();
+                        if !in_chunk(c) {
+                            return Ok(None);
+                        }
+                        let base = c as u64 * crate::CHUNK_SLOTS;
+                        for (i, &code) in chunk.iter().enumerate() {
+                            if seeds(code) {
+                                let e = entry(size, side, base + i as u64);
+                                set.insert(e);
+                                self.seed(follows, pos, set, e, &mut out)?;
+                            }
+                        }
+                        Ok(out.finish())
+                    },
+                )
+                .collect::<Result<_, Box<VerifyError>>>()?;
+            all.extend(chunks);
+        }
+        Ok(all)
     }
 }
 
@@ -820,6 +1044,94 @@ pub(crate) fn check(
     Ok(())
 }
 
+/// The rule of a terminal of `round` from its code (`None`: no such terminal). The round's two
+/// terminal codes are compared with every code of the chunks holding its terminals (decoding
+/// each one would cost more than the rest of the scan).
+fn terminal_of(round: u8) -> impl Fn(u16) -> Option<Rule> + Sync {
+    let terminals = [Rule::PerpetualCheck, Rule::PerpetualChase].map(|rule| {
+        Value::RuleLoss(RuleValue {
+            rule,
+            round,
+            plies: 0,
+        })
+        .encode()
+    });
+    move |c: u16| {
+        if c == terminals[0] {
+            Some(Rule::PerpetualCheck)
+        } else if c == terminals[1] {
+            Some(Rule::PerpetualChase)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether a job slot of `table` fits an arc's target, so that seeds' arcs can be recorded as
+/// the node set is gathered ([`SeedArcs`]).
+fn records_fit(table: &Table) -> bool {
+    table.slots().len() <= u32::MAX as u64 + 1
+}
+
+/// The graph of check 1 for `round`: its terminals (in the chunks `in_chunk` names) and the
+/// positions of this round their quiet moves lead to. `record`: the terminals' arcs are
+/// recorded as they are found ([`SeedArcs`]).
+fn round_net(
+    table: &Table,
+    deps: &dyn Probe,
+    round: u8,
+    in_chunk: &(dyn Fn(usize) -> bool + Sync),
+    record: bool,
+) -> Result<Net, Box<VerifyError>> {
+    let terminal = terminal_of(round);
+    // Out of the graph, an offender's move loses when it leads to a position decided before
+    // this round as won for the side to move there.
+    let before_round = |v: Value| match v {
+        Value::Win(_) => true,
+        Value::RuleWin(r) => r.round < round,
+        _ => false,
+    };
+    let pick = |c: u16| matches!(Value::decode(c), Value::RuleWin(r) if r.round == round);
+    let member = |c: u16| pick(c) || terminal(c).is_some();
+    let growth = Growth {
+        deps,
+        pick: &pick,
+        member: &member,
+        won: &before_round,
+        record,
+    };
+    let pieces = table.index().piece_list();
+    let follows = Follows::new(table, &pieces);
+    let set = EntrySet::new(table.slots().len());
+    let seeds =
+        growth.seeds_and_successors(&follows, &set, in_chunk, &|c| terminal(c).is_some())?;
+    build(deps, set.into_nodes(), &before_round, seeds, follows)
+}
+
+/// The graph of check 2: the drawn positions `seeds` and the drawn positions their quiet moves
+/// lead to. `record` as for [`round_net`].
+fn draw_net(
+    table: &Table,
+    deps: &dyn Probe,
+    seeds: EntrySet,
+    record: bool,
+) -> Result<Net, Box<VerifyError>> {
+    let won = |v: Value| v.is_win();
+    // The seeds are drawn: picked as any drawn successor is.
+    let pick = |c: u16| c == Value::DRAW_CODE;
+    let growth = Growth {
+        deps,
+        pick: &pick,
+        member: &pick,
+        won: &won,
+        record,
+    };
+    let pieces = table.index().piece_list();
+    let follows = Follows::new(table, &pieces);
+    let arcs = growth.successors(&follows, &seeds)?;
+    build(deps, seeds.into_nodes(), &won, arcs, follows)
+}
+
 /// Check 1 for `round`: its terminals and the positions their offences lead to form a trap.
 /// `in_chunk` names the chunks of [`crate::CHUNK_SLOTS`] slots that hold its terminals.
 fn terminals_trapped(
@@ -829,43 +1141,9 @@ fn terminals_trapped(
     in_chunk: &(dyn Fn(usize) -> bool + Sync),
 ) -> Result<(), Box<VerifyError>> {
     let size = table.slots().len();
-    // The round's two terminal codes, compared with every code of the chunks holding its
-    // terminals (decoding each one would cost more than the rest of the scan).
-    let terminals = [Rule::PerpetualCheck, Rule::PerpetualChase].map(|rule| {
-        Value::RuleLoss(RuleValue {
-            rule,
-            round,
-            plies: 0,
-        })
-        .encode()
-    });
-    let terminal = |c: u16| -> Option<Rule> {
-        if c == terminals[0] {
-            Some(Rule::PerpetualCheck)
-        } else if c == terminals[1] {
-            Some(Rule::PerpetualChase)
-        } else {
-            None
-        }
-    };
-    // Nodes: the terminals and the positions of this round their quiet moves lead to.
-    let set = EntrySet::new(size);
-    add_seeds_and_successors(
-        table,
-        &set,
-        in_chunk,
-        &|c| terminal(c).is_some(),
-        &|c| matches!(Value::decode(c), Value::RuleWin(r) if r.round == round),
-    );
-    // Out of the graph, an offender's move loses when it leads to a position decided before
-    // this round as won for the side to move there.
-    let before_round = |v: Value| match v {
-        Value::Win(_) => true,
-        Value::RuleWin(r) => r.round < round,
-        _ => false,
-    };
+    let terminal = terminal_of(round);
     let t0 = std::time::Instant::now();
-    let net = build(table, deps, set.into_nodes(), &before_round)?;
+    let net = round_net(table, deps, round, in_chunk, records_fit(table))?;
     tracing::debug!(
         round,
         nodes = net.len(),
@@ -914,10 +1192,8 @@ fn no_trap_among_draws(
     if forced_draws.is_empty() {
         return Ok(());
     }
-    add_successors(table, &forced_draws, &|c| c == Value::DRAW_CODE);
-    let won = |v: Value| v.is_win();
     let t0 = std::time::Instant::now();
-    let net = build(table, deps, forced_draws.into_nodes(), &won)?;
+    let net = draw_net(table, deps, forced_draws, records_fit(table))?;
     tracing::debug!(
         nodes = net.len(),
         secs = t0.elapsed().as_secs_f64(),
@@ -940,4 +1216,65 @@ fn no_trap_among_draws(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xqtb_core::{RuleSet, TableId};
+
+    /// Each node's arcs and whether it escapes.
+    fn graph(net: &Net) -> Vec<(Vec<u64>, bool)> {
+        let g: Vec<_> = net
+            .each_node()
+            .map(|(_, arcs, escapes)| (arcs.map(Arc::pack).collect(), escapes))
+            .collect();
+        assert!(net.each_node().map(|(n, _, _)| n).eq(0..net.len()));
+        g
+    }
+
+    /// The seeds' arcs recorded while the node set is gathered are those the build finds for any
+    /// node: both ways give the same graphs, for every round's check and for the draws (the
+    /// second way is what a table too large for job slots in arc targets takes).
+    #[test]
+    fn recorded_seed_arcs_give_the_graphs_built_afresh() {
+        let sig: xqtb_core::Signature = "KCAvKN".parse().unwrap();
+        let tables = crate::solve_closure_in_memory(&[sig], RuleSet::Asian, |_, _| {}).unwrap();
+        let table = tables.get(&TableId::new(RuleSet::Asian, sig)).unwrap();
+        let size = table.slots().len();
+        let mut rounds = 0;
+        for round in 1..=RuleValue::MAX_ROUND {
+            let terminal = terminal_of(round);
+            if !Color::ALL
+                .iter()
+                .any(|&side| table.codes(side).iter().any(|&c| terminal(c).is_some()))
+            {
+                continue;
+            }
+            let net = |record| round_net(table, &tables, round, &|_| true, record).unwrap();
+            let (recorded, afresh) = (net(true), net(false));
+            let g = graph(&recorded);
+            assert!(g.iter().any(|(arcs, _)| !arcs.is_empty()), "round {round}");
+            assert!(g == graph(&afresh), "round {round}");
+            rounds += 1;
+        }
+        assert!(rounds >= 3, "{rounds} rounds");
+        let draws = || {
+            let set = EntrySet::new(size);
+            for side in Color::ALL {
+                for (slot, &c) in table.codes(side).iter().enumerate() {
+                    if c == Value::DRAW_CODE {
+                        set.insert(entry(size, side, slot as u64));
+                    }
+                }
+            }
+            set
+        };
+        let net = |record| draw_net(table, &tables, draws(), record).unwrap();
+        let (recorded, afresh) = (net(true), net(false));
+        let g = graph(&recorded);
+        assert!(g.len() > 1000, "{} nodes", g.len());
+        assert!(g.iter().filter(|(arcs, _)| !arcs.is_empty()).count() > 1000);
+        assert!(g == graph(&afresh));
+    }
 }
