@@ -460,9 +460,9 @@ impl<'a> Follows<'a> {
         };
         Ok(k as u16 + 1)
     }
-
-    /// The arcs of node (`side`, `slot`) pushed onto `out` as [`node_arcs`] finds them, with
-    /// their follow fields; returns whether it escapes.
+    /// Pushes the arcs of node (`side`, `slot`) onto `out`; returns whether it escapes. `target`
+    /// gives, for a legal successor's job slot and code, the arc's target when the successor is a
+    /// node of the set. Arcs carry their follow fields.
     #[allow(clippy::too_many_arguments)]
     fn node_arcs(
         &self,
@@ -471,25 +471,88 @@ impl<'a> Follows<'a> {
         pos: &mut SlotPosition,
         side: Color,
         slot: u64,
-        target: impl FnMut(u64, u16) -> Option<u32>,
+        mut target: impl FnMut(u64, u16) -> Option<u32>,
         out: &mut Vec<u64>,
     ) -> Result<bool, Box<VerifyError>> {
+        let table = self.table;
         let mut src = [0u8; MAX_PIECES];
         if self.identical {
-            let start = self.table.slots().start;
-            self.table.index().decode(start + slot, &mut src);
+            table.index().decode(table.slots().start + slot, &mut src);
         }
-        node_arcs(
-            self.table,
-            deps,
-            won,
-            pos,
-            side,
-            slot,
-            target,
-            |m, q| self.of(side, slot, &src, m, q),
-            out,
-        )
+        let them = side.opponent();
+        let next = table.codes(them);
+        if !pos.load(slot, side) {
+            return Ok(false);
+        }
+        // Every move is looked at: their successors' codes are fetched all at once.
+        pos.successors(|q| prefetch(&next[q]));
+        let pos = &*pos;
+        let board = &pos.board;
+        let (moves, slots) = pos.last_successors();
+        // Moves are classified on a copy of the board (a classifier, with its own copy, cost more).
+        let mut scratch = Board::default();
+        let mut classes: Option<MoveClasses> = None;
+        // Moves out of the set are looked at only until one escapes, the captures (a probe each)
+        // after the quiet moves.
+        let mut escapes = false;
+        let mut leaving = false;
+        for (&m, &q) in moves.iter().zip(slots) {
+            if q == LEAVES {
+                leaving = true;
+                continue;
+            }
+            let q = q as u64;
+            let code = next[q as usize];
+            if code == Value::ILLEGAL_CODE {
+                continue;
+            }
+            if let Some(to) = target(q, code) {
+                let classes = classes.get_or_insert_with(|| {
+                    scratch.clone_from(board);
+                    MoveClasses::new(side)
+                });
+                let (class, chased) = match classes.class(&mut scratch, m) {
+                    MoveClass::Idle => (0, 0),
+                    MoveClass::Check => (1, 0),
+                    MoveClass::Chase(sq) => {
+                        let mut bits = 0u16;
+                        for s in sq.iter() {
+                            bits |= 1 << pos.flat_at(s);
+                        }
+                        (2, bits)
+                    }
+                };
+                out.push(
+                    Arc {
+                        to,
+                        class,
+                        chased,
+                        follow: self.of(side, slot, &src, m, q)?,
+                    }
+                    .pack(),
+                );
+                continue;
+            }
+            escapes = escapes || !won(Value::decode(code));
+        }
+        if escapes || !leaving {
+            return Ok(escapes);
+        }
+        let mut after = board.clone();
+        for (&m, &q) in moves.iter().zip(slots) {
+            if q != LEAVES {
+                continue;
+            }
+            let captured = after.make(m);
+            let value = deps.probe(table.rules(), &after);
+            after.unmake(m, captured);
+            match value {
+                Ok(v) if !won(v.as_exit()) => return Ok(true),
+                Ok(_) | Err(ProbeError::Illegal(_)) => {}
+                Err(e) => return Err(fail(table, side, slot, board, e.to_string())),
+            }
+        }
+        Ok(false)
     }
 }
 
@@ -623,97 +686,6 @@ fn fail_at(table: &Table, side: Color, slot: u64, why: String) -> Box<VerifyErro
         .board(table.slots().start + slot, side)
         .expect("a legal slot");
     fail(table, side, slot, &board, why)
-}
-
-/// Pushes the arcs of node (`side`, `slot`) onto `out`; returns whether it escapes. `target`
-/// gives, for a legal successor's job slot and code, the arc's target when the successor is a
-/// node of the set.
-#[allow(clippy::too_many_arguments)]
-fn node_arcs(
-    table: &Table,
-    deps: &dyn Probe,
-    won: &(dyn Fn(Value) -> bool + Sync),
-    pos: &mut SlotPosition,
-    side: Color,
-    slot: u64,
-    mut target: impl FnMut(u64, u16) -> Option<u32>,
-    mut follow_of: impl FnMut(Move, u64) -> Result<u16, Box<VerifyError>>,
-    out: &mut Vec<u64>,
-) -> Result<bool, Box<VerifyError>> {
-    let them = side.opponent();
-    let next = table.codes(them);
-    if !pos.load(slot, side) {
-        return Ok(false);
-    }
-    // Every move is looked at: their successors' codes are fetched all at once.
-    pos.successors(|q| prefetch(&next[q]));
-    let pos = &*pos;
-    let board = &pos.board;
-    let (moves, slots) = pos.last_successors();
-    // Moves are classified on a copy of the board (a classifier, with its own copy, cost more).
-    let mut scratch = Board::default();
-    let mut classes: Option<MoveClasses> = None;
-    // Moves out of the set are looked at only until one escapes, the captures (a probe each)
-    // after the quiet moves.
-    let mut escapes = false;
-    let mut leaving = false;
-    for (&m, &q) in moves.iter().zip(slots) {
-        if q == LEAVES {
-            leaving = true;
-            continue;
-        }
-        let q = q as u64;
-        let code = next[q as usize];
-        if code == Value::ILLEGAL_CODE {
-            continue;
-        }
-        if let Some(to) = target(q, code) {
-            let classes = classes.get_or_insert_with(|| {
-                scratch.clone_from(board);
-                MoveClasses::new(side)
-            });
-            let (class, chased) = match classes.class(&mut scratch, m) {
-                MoveClass::Idle => (0, 0),
-                MoveClass::Check => (1, 0),
-                MoveClass::Chase(sq) => {
-                    let mut bits = 0u16;
-                    for s in sq.iter() {
-                        bits |= 1 << pos.flat_at(s);
-                    }
-                    (2, bits)
-                }
-            };
-            out.push(
-                Arc {
-                    to,
-                    class,
-                    chased,
-                    follow: follow_of(m, q)?,
-                }
-                .pack(),
-            );
-            continue;
-        }
-        escapes = escapes || !won(Value::decode(code));
-    }
-    if escapes || !leaving {
-        return Ok(escapes);
-    }
-    let mut after = board.clone();
-    for (&m, &q) in moves.iter().zip(slots) {
-        if q != LEAVES {
-            continue;
-        }
-        let captured = after.make(m);
-        let value = deps.probe(table.rules(), &after);
-        after.unmake(m, captured);
-        match value {
-            Ok(v) if !won(v.as_exit()) => return Ok(true),
-            Ok(_) | Err(ProbeError::Illegal(_)) => {}
-            Err(e) => return Err(fail(table, side, slot, board, e.to_string())),
-        }
-    }
-    Ok(false)
 }
 
 /// A failure at job slot `slot` of `table`.

@@ -272,11 +272,10 @@ pub(super) fn trap_round(phase: &Phase, round: u8, all: bool) -> Result<u64, Sol
             revive_backwards(phase);
         }
     }
-    // A winner role given afresh may be stale: all the forced positions leading there decided
-    // since. Such a position may stay a node, as it may when the roles are kept from the last
+    // A winner role given afresh may be stale (every forced position leading there decided
+    // since). Such a position stays a node, as it does when the roles are kept from the last
     // round: no offender position leads there, so no trap runs through it and nobody's safety
-    // depends on it. (Taking the role from them read every winner position's un-moves, 0.22 s
-    // CPU on KRNvKR, and took it from none there, nor on KRCvKR.)
+    // depends on it. Taking the role away cost a read of every winner position's un-moves.
     keep_safe(phase, fresh);
     let t1 = t0.elapsed().as_secs_f64();
     let codes = [
