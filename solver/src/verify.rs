@@ -142,7 +142,9 @@ impl Probe for Within<'_> {
     }
 }
 
-fn verify_values(
+/// The local pass: every entry against its successors ([`verify_slot`]); under the Asian rules
+/// it gathers into `rules` what the rule checks need.
+pub(crate) fn verify_values(
     table: &Table,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
@@ -301,6 +303,14 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
     let (board, moves, slots) = pos.successors(|s| table.prefetch(opponent, s as u64));
     let mut best = Value::Loss(0);
     let mut after: Option<Board> = None;
+    // A position lost by rule 0 plies away in round `r` (a terminal) is trapped only if each of
+    // its legal moves leaving the table (or part) loses for it to a position decided before
+    // round `r`: checked here, where those moves are valued anyway, so that the rule checks
+    // need not probe them again.
+    let terminal_round = match stored {
+        Value::RuleLoss(r) if r.plies == 0 && local.found.is_some() => Some(r.round),
+        _ => None,
+    };
     // Whether a legal move leaving the table (or part) does not lose for the mover: the rule
     // checks' forced-to-offend test needs no probe of its own then (on KRNvKR it probed 1.2 M
     // captures again).
@@ -336,6 +346,19 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
             best = mine;
         }
         leaving_holds |= slots[i] == LEAVES && v != Value::Illegal && !mine.is_loss();
+        if let Some(round) = terminal_round
+            && slots[i] == LEAVES
+            && v != Value::Illegal
+            && !crate::verify_rules::won_before(v, round)
+        {
+            return Err(fail(
+                format!(
+                    "{} (lost by rule in round {round}, but {m} leaves for a position not won before it)",
+                    board.fen()
+                ),
+                mine,
+            ));
+        }
     }
     if let Some(found) = local.found {
         // A position lost by rule 0 plies away takes its value from the rule, not from its

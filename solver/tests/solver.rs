@@ -186,7 +186,18 @@ fn verifier_catches_corrupted_rule_values() {
         Rule::PerpetualCheck => Rule::PerpetualChase,
         Rule::PerpetualChase => Rule::PerpetualCheck,
     };
-    let draw = find(Color::Black, &|v| v == Value::Draw);
+    // Drawn positions without a capture, and with one (of the chariot, into KNvK: a draw).
+    let draw_with = |capture: bool| {
+        (0..good.codes(Color::Black).len())
+            .find(|&i| {
+                good.value(Color::Black, i as u64) == Value::Draw
+                    && good.index().board(i as u64, Color::Black).is_some_and(|b| {
+                        b.legal_moves().iter().any(|m| b.piece_at(m.to()).is_some()) == capture
+                    })
+            })
+            .expect("such a draw")
+    };
+    let (draw, capture) = (draw_with(false), draw_with(true));
     let corruptions: Vec<(Color, usize, Value, &str)> = vec![
         // A terminal whose rule is not the one that traps it.
         (
@@ -200,6 +211,13 @@ fn verifier_catches_corrupted_rule_values() {
         ),
         // A draw stored as lost by rule: nothing traps it.
         (Color::Black, draw, Value::RuleLoss(r), "trap"),
+        // A terminal with a capture that does not lose: it leaves any trap.
+        (
+            Color::Black,
+            capture,
+            Value::RuleLoss(r),
+            "leaves for a position not won",
+        ),
         // A terminal stored as a draw: its predecessors' rule wins lose their ground.
         (Color::Black, t, Value::Draw, ""),
     ];
