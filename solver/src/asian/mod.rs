@@ -290,6 +290,8 @@ struct Phase<'a> {
 struct Look {
     best: Value,
     open: bool,
+    /// The best over the moves leaving the job (captures and exits) alone.
+    best_leaving: Value,
 }
 
 /// How [`Phase::forced`] and [`Phase::mark_forced`] give the trap search's roles along with
@@ -428,6 +430,7 @@ impl<'a> Phase<'a> {
         let mut moves = MoveList::new();
         pos.board.pseudo_moves(&mut moves);
         let mut best = Value::Illegal;
+        let mut best_leaving = Value::Illegal;
         let mut open = false;
         for &m in moves.iter() {
             let v = if let Some(q) = pos.stays(m) {
@@ -444,6 +447,9 @@ impl<'a> Phase<'a> {
                     Value::Illegal => continue,
                     v => {
                         open |= !v.is_loss();
+                        if v.preference() > best_leaving.preference() {
+                            best_leaving = v;
+                        }
                         v
                     }
                 }
@@ -452,7 +458,11 @@ impl<'a> Phase<'a> {
                 best = v;
             }
         }
-        Ok(Look { best, open })
+        Ok(Look {
+            best,
+            open,
+            best_leaving,
+        })
     }
 
     /// [`Phase::look`] at a position (undecided, its captures and exits all losing) when every
@@ -480,6 +490,7 @@ impl<'a> Phase<'a> {
             }
         }
         let mut open = false;
+        let mut best_leaving = Value::Illegal;
         for &m in moves.iter() {
             if !pos.leaves(m) {
                 continue;
@@ -488,13 +499,20 @@ impl<'a> Phase<'a> {
                 Value::Illegal => {}
                 v => {
                     open |= !v.is_loss();
-                    if v.preference() > best.preference() {
-                        best = v;
+                    if v.preference() > best_leaving.preference() {
+                        best_leaving = v;
                     }
                 }
             }
         }
-        Ok(IfLost::AllWon(Look { best, open }))
+        if best_leaving.preference() > best.preference() {
+            best = best_leaving;
+        }
+        Ok(IfLost::AllWon(Look {
+            best,
+            open,
+            best_leaving,
+        }))
     }
 
     /// Whether the side to move of the loaded position (undecided, its captures and exits all
@@ -642,18 +660,7 @@ impl<'a> Phase<'a> {
                     continue;
                 }
                 let look = self.look(pos)?;
-                let mut best_capture = Value::Illegal;
-                let mut moves = MoveList::new();
-                pos.board.pseudo_moves(&mut moves);
-                for &m in moves.iter() {
-                    if pos.leaves(m) {
-                        let v = self.exit_value(pos, m)?;
-                        if v.preference() > best_capture.preference() {
-                            best_capture = v;
-                        }
-                    }
-                }
-                if best_capture.is_loss() {
+                if look.best_leaving.is_loss() {
                     // No witness yet.
                     states[slot as usize].fetch_and(!WITNESS, Relaxed);
                 }
