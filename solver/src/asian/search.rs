@@ -411,6 +411,9 @@ fn search_by_union(
             }
         }
     }
+    // The union-find is done with: freed before the batches' graphs are built (the phase's
+    // peak memory is reached while one is).
+    drop(comps);
     for ids in members {
         let entries = nodes.entries(&ids);
         drop(ids);
