@@ -342,21 +342,36 @@ fn search_by_union(
     let (nodes, roles) = NodeSet::of(phase, OFFENDER | WINNER, FORCED | ROLE_WINNER);
     phase.roles.store(roles, Relaxed);
     let comps = Components::new(nodes.len);
-    // One position per piece of the set, not per node: setting one up fills its move and slot
-    // buffers and its slot arithmetic.
+    // Every move of the graph joins a winner position and an offender position: a winner
+    // position's moves lead to offender positions, and at the safety fixed point every move of
+    // an offender position into an undecided position leads to a winner position. So the winner
+    // positions' moves into offender positions and un-moves from them find every move, and
+    // the offender positions need not be set up (on KRNvKR three in four nodes are offender
+    // positions). One position per piece of the set, not per node: setting one up fills its
+    // move and slot buffers and its slot arithmetic.
     nodes.for_each_block(|block| {
         let mut pos = s.position();
         for (e, id) in block {
             let (side, slot) = pos_of(size, e);
-            if !pos.load(slot, side) {
+            if !flagged(phase.code((side, slot)), WINNER) || !pos.load(slot, side) {
                 continue;
             }
-            let offender = flagged(phase.code((side, slot)), OFFENDER);
-            graph_moves(phase, &mut pos, offender, |_, _, q| {
-                if let Some(to) = nodes.id(entry_of(size, (side.opponent(), q))) {
+            let them = side.opponent();
+            graph_moves(phase, &mut pos, false, |_, _, q| {
+                if let Some(to) = nodes.id(entry_of(size, (them, q))) {
                     comps.union(id, to);
                 }
             });
+            let other = phase.states(them);
+            for &p in pos.predecessors(|p| prefetch(&other[p])) {
+                let c = other[p].load(Relaxed);
+                if is_undecided(c) && flagged(c, OFFENDER) {
+                    let from = nodes
+                        .id(entry_of(size, (them, p as u64)))
+                        .expect("an offender position is a node");
+                    comps.union(id, from);
+                }
+            }
         }
     });
     // Per root: whether the component must be searched, and its size (few components: a map).
