@@ -475,6 +475,7 @@ fn search_from_touched(
         new
     };
     let mut pos = s.position();
+    let mut found = Vec::new();
     let mut batch: Vec<u64> = Vec::new();
     let mut out = Searched {
         nodes: 0,
@@ -497,7 +498,7 @@ fn search_from_touched(
             let them = side.opponent();
             // Successors and predecessors alike have the other side to move.
             let other = phase.states(them);
-            let mut found = Vec::new();
+            found.clear();
             graph_moves(phase, &mut pos, flagged(c, OFFENDER), |_, _, q| {
                 if is_node(other[q as usize].load(Relaxed)) {
                     found.push(q)
@@ -511,7 +512,7 @@ fn search_from_touched(
                     found.push(p as u64);
                 }
             }
-            for q in found {
+            for &q in &found {
                 let e = entry_of(size, (them, q));
                 if insert(e) {
                     component.push(e);
