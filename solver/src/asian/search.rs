@@ -12,12 +12,13 @@
 //!    outside too (by induction: otherwise it would have been in the last one). Those get
 //!    their roles back, wave by wave backwards, and are checked before the kills propagate.
 //! 3. *Components.* What stays forms the trap graph; it falls apart into connected components
-//!    (lock-free union-find, every root the smallest node of its component). A component none
-//!    of whose positions was touched since the last round is skipped: its positions and moves
-//!    are those of the last round, which found no trap in it. When the safety pass started
-//!    from the last round's fixed point (few positions touched), the components with a touched
-//!    node are found instead by a walk from those nodes along the graph's moves both ways
-//!    (un-moves backwards), which does not read the whole table.
+//!    (lock-free union-find over the winner positions' moves and un-moves, every root the
+//!    smallest node of its component). A component none of whose positions was touched since
+//!    the last round is skipped: its positions and moves are those of the last round, which
+//!    found no trap in it. When the safety pass started from the last round's fixed point (few
+//!    positions touched), the components with a touched node are found instead by a walk from
+//!    those nodes along the graph's moves both ways (un-moves backwards), which does not read
+//!    the whole table.
 //! 4. *Batches.* Components are handed to the rule engine in batches of bounded size, each as
 //!    an explicit graph with every move classified (check, chase of which pieces, idle); the
 //!    engine's traps are written as this round's terminals.
@@ -343,12 +344,12 @@ fn search_by_union(
     phase.roles.store(roles, Relaxed);
     let comps = Components::new(nodes.len);
     // Every move of the graph joins a winner position and an offender position: a winner
-    // position's moves lead to offender positions, and at the safety fixed point every move of
-    // an offender position into an undecided position leads to a winner position. So the winner
-    // positions' moves into offender positions and un-moves from them find every move, and
-    // the offender positions need not be set up (on KRNvKR three in four nodes are offender
-    // positions). One position per piece of the set, not per node: setting one up fills its
-    // move and slot buffers and its slot arithmetic.
+    // position's moves of the graph lead to offender positions, and at the safety fixed point
+    // every move of an offender position into an undecided position leads to a winner position.
+    // So the winner positions' moves into offender positions and un-moves from them find every
+    // move, and the offender positions need not be set up (on KRNvKR three in four nodes are
+    // offender positions). One position per piece of the set, not per node: setting one up
+    // fills its move and slot buffers and its slot arithmetic.
     nodes.for_each_block(|block| {
         let mut pos = s.position();
         for (e, id) in block {
