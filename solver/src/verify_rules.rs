@@ -199,17 +199,8 @@ struct Nodes {
 impl Nodes {
     /// The number of entry `e`, if it is in the set.
     fn rank(&self, e: u64) -> Option<usize> {
-        let w = (e / 64) as usize;
-        let bit = 1u64 << (e % 64);
-        if self.words[w] & bit == 0 {
-            return None;
-        }
-        let b = w / WORDS_PER_BLOCK;
-        let before: u32 = self.words[b * WORDS_PER_BLOCK..w]
-            .iter()
-            .map(|w| w.count_ones())
-            .sum();
-        Some((self.blocks[b] + before + (self.words[w] & (bit - 1)).count_ones()) as usize)
+        let in_set = self.words[(e / 64) as usize] >> (e % 64) & 1 != 0;
+        in_set.then(|| self.count_before(e))
     }
 
     /// The number of nodes whose entry is below `e` (at most the number of entries).
