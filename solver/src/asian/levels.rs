@@ -3,14 +3,18 @@
 //! (this round) is won by rule in `n`; at even level `n` the undecided predecessors of
 //! positions won in `n - 1` that can lose become candidates, and a candidate is lost in `n`
 //! when every move leads to a position won for the opponent. Positions whose value through a
-//! capture into another table falls due at a level (round 0) are looked at then.
+//! capture into another table falls due at a level (round 0) are looked at then. A candidate
+//! found lost gives its predecessors their wins of the next level at once, while it is set up;
+//! the odd levels then set up only the terminals (level 0) and the positions lost when due.
 //!
 //! Within a level, writes do not depend on their order: wins at one level only compete with
 //! wins of the same level (the better rule is kept, whoever writes first), and a candidate's
-//! test only reads positions of the other side decided at earlier levels.
+//! test only reads positions of the other side decided at earlier levels (the next level's
+//! wins, written meanwhile, count as undecided).
 
 use super::{
-    CAND, IfLost, Phase, Pos, TOUCHED, is_undecided, may_lose_by, rule_value, with_witness_of,
+    CAND, IfLost, Phase, Pos, TOUCHED, UNDECIDED, is_undecided, may_lose_by, rule_value,
+    with_witness_of,
 };
 use crate::position::prefetch;
 use crate::solve::SolveError;
@@ -183,37 +187,62 @@ fn loss_level(
         },
     )?;
     let lost = |v: Value, open: bool| !open && v.is_loss() && is_due(v, round, level);
+    let losses = codes(phase, round, level)?;
+    // The wins of the next level, written as soon as a position is found lost (the test has it
+    // set up, so the next win level need not set it up again; on KRNvKR 2.7 M positions).
+    // The tests of this level take them for undecided, as they would be until that level.
+    let wins = codes(phase, round, level + 1).ok();
+    let unsettled = wins.unwrap_or([UNDECIDED; 2]);
     let found = phase.par_marked(&phase.candidates, |side, slots, pos| {
         let mut changed = 0u64;
         let mut later = Vec::new();
         let states = phase.states(side);
+        let them = side.opponent();
+        let preds = phase.states(them);
         for slot in slots {
             let state = &states[slot as usize];
-            let c = state.load(Relaxed);
-            if !is_undecided(c) || c & CAND == 0 {
+            let was = state.load(Relaxed);
+            if !is_undecided(was) || was & CAND == 0 {
                 continue;
             }
-            let c = c & !CAND;
+            // Only this test and the next level's wins write the state now: a failed exchange
+            // means it was won (never when this test finds it lost: a position with a move into
+            // one lost at this level has an open move).
+            let settle = |c: u16| state.compare_exchange(was, c, Relaxed, Relaxed).is_ok();
+            let c = was & !CAND;
             if !pos.load(slot, side) {
-                state.store(c, Relaxed);
+                settle(c);
                 continue;
             }
-            let look = match phase.look_if_lost(pos)? {
+            let look = match phase.look_if_lost(pos, unsettled)? {
                 IfLost::Open(q) => {
-                    state.store(with_witness_of(c, Some(q as u64)), Relaxed);
+                    settle(with_witness_of(c, Some(q as u64)));
                     continue;
                 }
                 IfLost::AllWon(look) => look,
             };
             if lost(look.best, look.open) {
-                state.store(look.best.encode(), Relaxed);
-                phase.note_decided(side, slot, level);
+                let code = look.best.encode();
+                if !settle(code) {
+                    continue;
+                }
                 changed += 1;
+                let wins = match wins {
+                    Some(w) => w,
+                    None => codes(phase, round, level + 1)?,
+                };
+                let rule = usize::from(code == losses[1]);
+                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                    if write_win(&preds[p], wins[rule], wins) {
+                        phase.note_decided(them, p as u64, level + 1);
+                        changed += 1;
+                    }
+                }
                 continue;
             }
             // Every move staying in the job loses: no witness (the moves leaving it may still
             // keep it from losing now, and not later).
-            state.store(with_witness_of(c, None), Relaxed);
+            settle(with_witness_of(c, None));
             if !look.open
                 && let Some(p) = look.best.rule_plies()
                 && p > level
