@@ -16,7 +16,7 @@ use super::{
     CAND, IfLost, Phase, Pos, TOUCHED, UNDECIDED, is_undecided, may_lose_by, rule_value,
     with_witness_of,
 };
-use crate::position::prefetch;
+use crate::position::{SlotPosition, prefetch};
 use crate::solve::SolveError;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -50,6 +50,28 @@ fn write_win(state: &AtomicU16, code: u16, pair: [u16; 2]) -> bool {
             Err(now) => c = now,
         }
     }
+}
+
+/// Writes the win `code` (of `pair`, level `level`'s two win codes) into every undecided
+/// predecessor of the loaded position, which is lost by rule one level lower. Returns how many
+/// it decided.
+fn win_predecessors(
+    phase: &Phase,
+    pos: &mut SlotPosition,
+    code: u16,
+    pair: [u16; 2],
+    level: u16,
+) -> u64 {
+    let them = pos.board.side_to_move().opponent();
+    let preds = phase.states(them);
+    let mut changed = 0;
+    for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+        if write_win(&preds[p], code, pair) {
+            phase.note_decided(them, p as u64, level);
+            changed += 1;
+        }
+    }
+    changed
 }
 
 /// Propagates round `round` from its terminals (already written, noted at level 0) and the
@@ -95,8 +117,6 @@ fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, S
         .par_marked(
             &phase.decided[(level as usize - 1) % 2],
             |side, slots, pos| {
-                let them = side.opponent();
-                let preds = phase.states(them);
                 let states = phase.states(side);
                 let mut changed = 0;
                 for slot in slots {
@@ -104,14 +124,8 @@ fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, S
                     let Some(rule) = lost.iter().position(|&l| l == c) else {
                         continue;
                     };
-                    if !pos.load(slot, side) {
-                        continue;
-                    }
-                    for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                        if write_win(&preds[p], won[rule], won) {
-                            phase.note_decided(them, p as u64, level);
-                            changed += 1;
-                        }
+                    if pos.load(slot, side) {
+                        changed += win_predecessors(phase, pos, won[rule], won, level);
                     }
                 }
                 Ok(changed)
@@ -197,8 +211,6 @@ fn loss_level(
         let mut changed = 0u64;
         let mut later = Vec::new();
         let states = phase.states(side);
-        let them = side.opponent();
-        let preds = phase.states(them);
         for slot in slots {
             let state = &states[slot as usize];
             let was = state.load(Relaxed);
@@ -232,12 +244,7 @@ fn loss_level(
                     None => codes(phase, round, level + 1)?,
                 };
                 let rule = usize::from(code == losses[1]);
-                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                    if write_win(&preds[p], wins[rule], wins) {
-                        phase.note_decided(them, p as u64, level + 1);
-                        changed += 1;
-                    }
-                }
+                changed += win_predecessors(phase, pos, wins[rule], wins, level + 1);
                 continue;
             }
             // Every move staying in the job loses: no witness (the moves leaving it may still

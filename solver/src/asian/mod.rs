@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU16, AtomicU64};
 use xiangqi::repetition::{MoveClass, MoveClasses};
-use xiangqi::{Color, Move, MoveList, Square};
+use xiangqi::{Board, Color, Move, MoveList, Square};
 use xqtb_core::{Probe, Rule, RuleValue, Value};
 
 /// State of a position no phase has decided yet (a draw if it stays so); the low bits hold the
@@ -483,16 +483,9 @@ impl<'a> Phase<'a> {
         // successors). Slots are computed one by one: prefetching every successor's state first
         // did not pay (measured on KRNvKR: levels 2.8-2.9 s wall before, 3.0-3.1 with it).
         let mut moves = MoveList::new();
-        let king = pos.board.king_square(side);
-        let mut others = pos.board.occupancy(side);
-        if let Some(k) = king {
-            others &= !(1u128 << k.index());
-        }
-        while others != 0 {
-            let s = Square::from_index(others.trailing_zeros() as usize);
-            others &= others - 1;
-            pos.board
-                .piece_pseudo_moves(s.expect("a square of the board"), &mut moves);
+        let (king, mut others) = king_and_others(&pos.board, side);
+        while let Some(s) = pop_square(&mut others) {
+            pos.board.piece_pseudo_moves(s, &mut moves);
         }
         if let Some(k) = king {
             pos.board.piece_pseudo_moves(k, &mut moves);
@@ -558,13 +551,10 @@ impl<'a> Phase<'a> {
         // looked at before the first idle move). The other pieces' moves are generated only
         // when no king move settles it. Slots are computed one by one: most positions have
         // such a move among their first few, so computing every successor first does not pay.
-        let board = &pos.board;
-        let king = board.king_square(side);
+        let (king, mut others) = king_and_others(&pos.board, side);
         moves.clear();
-        let mut others = board.occupancy(side);
         if let Some(k) = king {
-            board.piece_pseudo_moves(k, moves);
-            others &= !(1u128 << k.index());
+            pos.board.piece_pseudo_moves(k, moves);
         }
         // The positions its moves into undecided positions lead to (decided successors are wins
         // for the opponent, or this position would be decided).
@@ -577,13 +567,10 @@ impl<'a> Phase<'a> {
         let mut next = 0;
         loop {
             if next == moves.len() {
-                if others == 0 {
+                let Some(s) = pop_square(&mut others) else {
                     break;
-                }
-                let s = Square::from_index(others.trailing_zeros() as usize);
-                others &= others - 1;
-                pos.board
-                    .piece_pseudo_moves(s.expect("a square of the board"), moves);
+                };
+                pos.board.piece_pseudo_moves(s, moves);
                 continue;
             }
             let m = moves[next];
@@ -700,6 +687,24 @@ impl<'a> Phase<'a> {
         }
         Ok(pending)
     }
+}
+
+/// The square of `side`'s king, and the squares of its other pieces (a bit each): the tests
+/// that look at moves one piece at a time take the king's apart.
+fn king_and_others(board: &Board, side: Color) -> (Option<Square>, u128) {
+    let king = board.king_square(side);
+    let others = board.occupancy(side) & !king.map_or(0, |k| 1u128 << k.index());
+    (king, others)
+}
+
+/// Takes the lowest square out of `squares` (a bit each).
+fn pop_square(squares: &mut u128) -> Option<Square> {
+    if *squares == 0 {
+        return None;
+    }
+    let s = squares.trailing_zeros() as usize;
+    *squares &= *squares - 1;
+    Some(Square::from_index(s).expect("a square of the board"))
 }
 
 /// Whether `side` has a piece that can check or chase.
