@@ -1,9 +1,10 @@
 //! `xqtb adjudicate`: judges a played sequence whose last position repeats an earlier one under
 //! the Asian repetition rules, and says why (which moves checked, which chased which piece).
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use serde_json::json;
+use xiangqi::notation::{CoordinateForm, LineError, parse_line, parse_line_as};
 use xiangqi::repetition::{Adjudication, MoveClass, Verdict, adjudicate};
 use xiangqi::{Board, Color};
 
@@ -12,10 +13,15 @@ use xiangqi::{Board, Color};
 pub struct AdjudicateArgs {
     /// The position the sequence starts from, in FEN (quote it).
     fen: String,
-    /// The moves, in ICCS (`h2e2`; ranks 1-10 as Fairy-Stockfish writes them are accepted where
-    /// unambiguous). The last position must repeat an earlier one.
+    /// The moves, all in one form: ICCS (ranks 0-9, `h2e2`) or ranks 1-10 as Fairy-Stockfish
+    /// writes them (`h3e3`, `a10a9`); see --notation. The last position must repeat an earlier
+    /// one.
     #[arg(required = true)]
     moves: Vec<String>,
+    /// The form of the moves: `iccs`, `ranks-1-10`, or `auto`, the one reading of the whole
+    /// sequence that is legal move by move (refused, naming both, when both readings are).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "iccs", "ranks-1-10"])]
+    notation: String,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -58,14 +64,17 @@ fn describe(class: &MoveClass, after: &Board) -> (String, Vec<serde_json::Value>
 /// `xqtb adjudicate`.
 pub fn run(args: AdjudicateArgs) -> Result<()> {
     let start = xiangqi::parse_fen(&args.fen).with_context(|| format!("bad FEN '{}'", args.fen))?;
-    let mut board = start.clone();
-    let mut moves = Vec::with_capacity(args.moves.len());
-    for (i, text) in args.moves.iter().enumerate() {
-        let m = xiangqi::notation::parse_move(&board, text)
-            .with_context(|| format!("move {} ('{text}') in {}", i + 1, board.fen()))?;
-        board.make(m);
-        moves.push(m);
-    }
+    let texts: Vec<&str> = args.moves.iter().map(String::as_str).collect();
+    let moves = match args.notation.as_str() {
+        "iccs" => parse_line_as(&start, &texts, CoordinateForm::Iccs)?,
+        "ranks-1-10" => parse_line_as(&start, &texts, CoordinateForm::Ranks1To10)?,
+        _ => parse_line(&start, &texts).map_err(|e| match e {
+            LineError::Ambiguous { .. } => {
+                anyhow!("{e}: pass --notation iccs or --notation ranks-1-10")
+            }
+            e => e.into(),
+        })?,
+    };
     let a: Adjudication = adjudicate(&start, &moves)?;
     let mut b = start.clone();
     for m in &moves[..a.cycle_start] {

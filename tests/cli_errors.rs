@@ -292,3 +292,100 @@ fn a_coordinator_s_refusals_say_what_to_do() {
     assert!(e.starts_with("error: bad FEN"), "{e}");
     coordinator.kill();
 }
+
+/// The main line of a KRPvKR position, moves then cycle (`xqtb mainline --json`): in ICCS, and
+/// its 16th move, e7f7, is also e6f6 (a rook's) read with ranks 1-10.
+const MAINLINE_FEN: &str = "7r1/4k4/9/9/5P3/9/9/9/9/3K2R2 w";
+const MAINLINE: &str = "g0g8 e8e7 g8g1 h9h6 g1e1 e7f7 e1f1 f7e7 f5f6 e7e8 f6f7 h6e6 f7f8 e8e7 \
+                        f1g1 e7f7 f8e8 f7e7 e8d8 e7f7 g1g7 f7f8 g7g8 f8f9 g8g1 e6a6 g1f1 f9e9 \
+                        d8d9 e9e8 f1e1 e8f8 e1e2 a6a0 d0d1 a0a1 d1d0 a1a0";
+
+/// Runs `xqtb ARGS`: its exit status, standard output and standard error.
+fn output(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).output().expect("run xqtb");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn adjudicate_reads_the_moves_in_one_form_for_the_whole_sequence() {
+    let here = Path::new(".");
+    // A main line with a move ambiguous on its own is read whole, as ICCS.
+    let args: Vec<&str> = ["adjudicate", MAINLINE_FEN]
+        .into_iter()
+        .chain(MAINLINE.split_whitespace())
+        .collect();
+    let (code, stdout, stderr) = output(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("verdict: black loses by perpetual-check"),
+        "{stdout}"
+    );
+
+    // Two rooks a side stacked on the a-file: the repetition is legal in both readings.
+    let fen = "3k5/9/9/r8/r8/9/R8/R8/9/4K4 w";
+    let shuffle = ["adjudicate", fen, "a3b3", "a6b6", "b3a3", "b6a6"];
+    let e = error_of(here, &shuffle);
+    assert!(
+        e.contains(
+            "as ICCS they are a3b3 a6b6 b3a3 b6a6, with ranks 1-10 they are a2b2 a5b5 b2a2 \
+             b5a5 (ICCS)"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("pass --notation iccs or --notation ranks-1-10"),
+        "{e}"
+    );
+    // --notation settles it.
+    for (notation, want) in [
+        ("iccs", ["a3b3", "a6b6", "b3a3", "b6a6"]),
+        ("ranks-1-10", ["a2b2", "a5b5", "b2a2", "b5a5"]),
+    ] {
+        let args = [&shuffle[..], &["--notation", notation, "--json"]].concat();
+        let (code, stdout, stderr) = output(&args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+        let cycle: Vec<&str> = v["cycle"]
+            .as_array()
+            .expect("a cycle")
+            .iter()
+            .map(|c| c["iccs"].as_str().expect("iccs"))
+            .collect();
+        assert_eq!(cycle, want, "{notation}: {stdout}");
+    }
+
+    // An illegal move is reported in the reading that got further, with its number and
+    // position: ICCS here (g0g8 has no ranks-1-10 reading); the king may not leave the palace.
+    let e = error_of(
+        here,
+        &["adjudicate", MAINLINE_FEN, "g0g8", "e8e7", "g8g1", "e7e6"],
+    );
+    assert_eq!(
+        e,
+        "error: move 4 ('e7e6') in 7r1/9/4k4/9/5P3/9/9/9/6R2/3K5 b - - 0 1, reading the moves as \
+         ICCS: move 'e7e6': e7e6 is not a legal move in this position; with ranks 1-10 they fail \
+         earlier, at move 1"
+    );
+    // Named, the form is the only one tried.
+    let e = error_of(
+        here,
+        &[
+            "adjudicate",
+            MAINLINE_FEN,
+            "g0g8",
+            "--notation",
+            "ranks-1-10",
+        ],
+    );
+    assert!(
+        e.contains(
+            "move 1 ('g0g8') in 7r1/4k4/9/9/5P3/9/9/9/9/3K2R2 w - - 0 1, reading the moves \
+             with ranks 1-10: malformed move 'g0g8'"
+        ),
+        "{e}"
+    );
+}

@@ -1,6 +1,6 @@
 //! The three coordinate-move parsers of `xiangqi::notation`: `parse_iccs`, `parse_ranks_1_10`
-//! and `parse_move` (the one the CLI's `adjudicate` reads moves with), on one board and one
-//! text.
+//! and `parse_move` (either form, one move at a time; the CLI's `adjudicate` reads its moves with
+//! `parse_line`, which decides the form once for the whole sequence), on one board and one text.
 //!
 //! Input: `FEN '\n' MOVE`; without a newline, or when the FEN does not parse, the first byte
 //! picks one of a few fixed positions and the rest is the move text.

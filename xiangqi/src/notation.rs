@@ -10,6 +10,11 @@
 //! ambiguous when both are. [`parse_iccs`] and [`parse_ranks_1_10`] read one form only, for
 //! callers that know which form they have.
 //!
+//! A sequence of moves is read with [`parse_line`], which decides the form once for the whole
+//! sequence: a game written in ICCS often has moves that would be ambiguous one by one (`e7f7`
+//! when another piece could play `e6f6`) while only one reading of the whole sequence is legal
+//! move by move. [`parse_line_as`] reads a sequence in a form the caller names.
+//!
 //! # Output
 //!
 //! [`to_iccs`] writes ICCS and [`to_ranks_1_10`] the ranks-1-10 form. [`to_chinese`] and
@@ -70,7 +75,8 @@ use crate::moves::Move;
 use crate::types::{Color, Piece, PieceKind, Square};
 use thiserror::Error;
 
-/// Why a move text was not accepted by [`parse_move`], [`parse_iccs`] or [`parse_ranks_1_10`].
+/// Why a move text was not accepted by [`parse_move`], [`parse_iccs`] or [`parse_ranks_1_10`]
+/// (and, inside a [`LineError::Move`], by [`parse_line`] or [`parse_line_as`]).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum NotationError {
     /// The text is not a coordinate move of the form `h2e2`, `h2-e2` or `a10a9`.
@@ -145,6 +151,121 @@ pub enum NotationError {
         side_to_move: Color,
     },
 }
+
+/// The coordinate form of move texts: how they count ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CoordinateForm {
+    /// ICCS: ranks `0`..`9` from Red's home rank (`h2e2`, `a9a8`).
+    Iccs,
+    /// Ranks `1`..`10` from Red's home rank, as Fairy-Stockfish's UCI mode writes them (`h3e3`,
+    /// `a10a9`).
+    Ranks1To10,
+}
+
+impl CoordinateForm {
+    /// The other form.
+    fn other(self) -> CoordinateForm {
+        match self {
+            CoordinateForm::Iccs => CoordinateForm::Ranks1To10,
+            CoordinateForm::Ranks1To10 => CoordinateForm::Iccs,
+        }
+    }
+
+    /// "as ICCS" or "with ranks 1-10", to follow "read".
+    fn reading(self) -> &'static str {
+        match self {
+            CoordinateForm::Iccs => "as ICCS",
+            CoordinateForm::Ranks1To10 => "with ranks 1-10",
+        }
+    }
+}
+
+impl std::fmt::Display for CoordinateForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CoordinateForm::Iccs => "ICCS",
+            CoordinateForm::Ranks1To10 => "ranks 1-10",
+        })
+    }
+}
+
+/// Why a sequence of move texts was not accepted by [`parse_line`] or [`parse_line_as`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineError {
+    /// A move of the sequence is not accepted in the position the moves before it lead to.
+    ///
+    /// Displayed as `move N ('TEXT') in FEN: ERROR`, with `, reading the moves as ICCS` (or
+    /// `with ranks 1-10`) before the colon when `form` is set, and, when `other_fails_at` is
+    /// set, `; with ranks 1-10 they fail earlier, at move M` (or `... they fail at this move
+    /// too`; `as ICCS` for the other form) after `ERROR`; N and M count from 1.
+    Move {
+        /// The move's place in the sequence, from 0 (the message counts from 1).
+        index: usize,
+        /// The move's text, without surrounding whitespace.
+        text: String,
+        /// The FEN of the position the move was to be played in.
+        fen: String,
+        /// The form the moves were read in, or `None` when both readings stop at this move in
+        /// the same position (then `error` speaks of both, as [`parse_move`]'s does).
+        form: Option<CoordinateForm>,
+        /// For [`parse_line`] when `form` is set: the index of the move at which the other
+        /// reading stops (at most `index`). `None` from [`parse_line_as`].
+        other_fails_at: Option<usize>,
+        /// Why the move is not accepted.
+        error: NotationError,
+    },
+    /// Both readings of the sequence are legal move by move: the form must be given.
+    Ambiguous {
+        /// The moves read as ICCS (ranks 0-9).
+        iccs: Vec<Move>,
+        /// The moves read with ranks 1-10, written in ICCS.
+        ranks_1_10: Vec<Move>,
+    },
+}
+
+/// The moves in ICCS, separated by spaces.
+fn move_list(moves: &[Move]) -> String {
+    moves.iter().map(|m| m.iccs()).collect::<Vec<_>>().join(" ")
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LineError::Move {
+                index,
+                text,
+                fen,
+                form,
+                other_fails_at,
+                error,
+            } => {
+                write!(f, "move {} ('{text}') in {fen}", index + 1)?;
+                if let Some(form) = form {
+                    write!(f, ", reading the moves {}", form.reading())?;
+                }
+                write!(f, ": {error}")?;
+                if let (Some(form), Some(other)) = (form, other_fails_at) {
+                    write!(f, "; {} they fail ", form.other().reading())?;
+                    if other == index {
+                        write!(f, "at this move too")?;
+                    } else {
+                        write!(f, "earlier, at move {}", other + 1)?;
+                    }
+                }
+                Ok(())
+            }
+            LineError::Ambiguous { iccs, ranks_1_10 } => write!(
+                f,
+                "the moves are ambiguous: as ICCS they are {}, with ranks 1-10 they are {} \
+                 (ICCS), and both readings are legal move by move, so the form must be given",
+                move_list(iccs),
+                move_list(ranks_1_10)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LineError {}
 
 /// One rank as written: a single digit `0`..`9` or `10`.
 #[derive(Clone, Copy)]
@@ -302,7 +423,8 @@ fn readings(text: &str) -> Result<Readings, NotationError> {
 /// [`NotationError::Ambiguous`], if neither is, [`NotationError::IllegalInBothReadings`]. So an
 /// ICCS text without a `0` is refused as ambiguous when the same text, read with ranks 1-10, is
 /// also legal (`f3g3` with pieces able to play both `f3g3` and `f2g2`); a caller that knows which
-/// form it has should use [`parse_iccs`] or [`parse_ranks_1_10`], which never guess.
+/// form it has should use [`parse_iccs`] or [`parse_ranks_1_10`], which never guess. A sequence
+/// of moves should be read with [`parse_line`], which decides the form once for all of them.
 ///
 /// When only one reading exists, the error names the fault: [`NotationError::NoPiece`],
 /// [`NotationError::NotSideToMove`] or [`NotationError::Illegal`] ([`NotationError::NoKing`]
@@ -345,14 +467,7 @@ pub fn parse_move(board: &Board, text: &str) -> Result<Move, NotationError> {
 /// [`NotationError::Malformed`]; otherwise the errors are those of [`parse_move`] for a text
 /// with a single reading. Never panics.
 pub fn parse_iccs(board: &Board, text: &str) -> Result<Move, NotationError> {
-    let r = readings(text)?;
-    match r.iccs {
-        Some(m) => check_reading(board, &r.text, m),
-        None => Err(NotationError::Malformed {
-            text: r.text,
-            reason: "rank 10 does not exist in ICCS (ranks are 0 to 9)",
-        }),
-    }
+    parse_in(board, text, CoordinateForm::Iccs).map_err(|(e, _)| e)
 }
 
 /// Parses a move with ranks `1`..`10` (Fairy-Stockfish's UCI form: `h3e3`, `a10a9`) and checks
@@ -362,14 +477,146 @@ pub fn parse_iccs(board: &Board, text: &str) -> Result<Move, NotationError> {
 /// [`NotationError::Malformed`]; otherwise the errors are those of [`parse_move`] for a text
 /// with a single reading. Never panics.
 pub fn parse_ranks_1_10(board: &Board, text: &str) -> Result<Move, NotationError> {
-    let r = readings(text)?;
-    match r.ranks_1_10 {
-        Some(m) => check_reading(board, &r.text, m),
-        None => Err(NotationError::Malformed {
-            text: r.text,
-            reason: "rank 0 does not exist with ranks 1 to 10",
-        }),
+    parse_in(board, text, CoordinateForm::Ranks1To10).map_err(|(e, _)| e)
+}
+
+/// Parses `text` in `form` only. The flag on an error is true when the text is a coordinate
+/// move of the other form only (rank `10` for ICCS, rank `0` for ranks 1-10).
+fn parse_in(
+    board: &Board,
+    text: &str,
+    form: CoordinateForm,
+) -> Result<Move, (NotationError, bool)> {
+    let r = readings(text).map_err(|e| (e, false))?;
+    let (m, reason) = match form {
+        CoordinateForm::Iccs => (r.iccs, "rank 10 does not exist in ICCS (ranks are 0 to 9)"),
+        CoordinateForm::Ranks1To10 => (r.ranks_1_10, "rank 0 does not exist with ranks 1 to 10"),
+    };
+    match m {
+        Some(m) => check_reading(board, &r.text, m).map_err(|e| (e, false)),
+        None => Err((
+            NotationError::Malformed {
+                text: r.text,
+                reason,
+            },
+            true,
+        )),
     }
+}
+
+/// Where one reading of a sequence stops.
+struct Stop {
+    /// The index of the move not accepted.
+    index: usize,
+    /// The position it was to be played in (boxed: a board is large for an error).
+    board: Box<Board>,
+    /// Whether the move is written in the other form only.
+    wrong_form: bool,
+    error: NotationError,
+}
+
+/// Reads every text of `texts` in `form`, playing each move from `board` on.
+fn walk(board: &Board, texts: &[&str], form: CoordinateForm) -> Result<Vec<Move>, Stop> {
+    let mut board = board.clone();
+    let mut moves = Vec::with_capacity(texts.len());
+    for (index, text) in texts.iter().enumerate() {
+        match parse_in(&board, text, form) {
+            Ok(m) => {
+                board.make(m);
+                moves.push(m);
+            }
+            Err((error, wrong_form)) => {
+                return Err(Stop {
+                    index,
+                    board: Box::new(board),
+                    wrong_form,
+                    error,
+                });
+            }
+        }
+    }
+    Ok(moves)
+}
+
+impl Stop {
+    fn into_error(
+        self,
+        texts: &[&str],
+        form: Option<CoordinateForm>,
+        other_fails_at: Option<usize>,
+    ) -> LineError {
+        LineError::Move {
+            index: self.index,
+            text: texts[self.index].trim().to_string(),
+            fen: self.board.fen(),
+            form,
+            other_fails_at,
+            error: self.error,
+        }
+    }
+}
+
+/// Parses a sequence of coordinate moves played from `board`, deciding their form once for the
+/// whole sequence, and checks that each is legal in the position the ones before it lead to.
+///
+/// Each text is a move as [`parse_move`] accepts it (ICCS `h2e2`, or ranks 1-10 `h3e3`,
+/// `a10a9`; any case, one optional dash). The sequence is read twice, entirely as ICCS and
+/// entirely with ranks 1-10 (a text with rank `0` exists only in ICCS, one with rank `10` only
+/// with ranks 1-10), each reading playing its moves in turn:
+///
+/// * if exactly one reading is legal move by move to the end, its moves are the answer, even
+///   where a single move on its own would be ambiguous for [`parse_move`];
+/// * if both are (so no text has rank `0` or `10`), the result is [`LineError::Ambiguous`] with
+///   both move lists: the caller must say which form it has, with [`parse_line_as`];
+/// * if neither is, the result is [`LineError::Move`] for the reading that got further: the
+///   one whose failing move comes later, or, at the same move, the one for which that move is
+///   written in its own form. At the first move (and wherever both readings stop in the same
+///   position) the error is [`parse_move`]'s for that text, with `form` `None`; elsewhere a tie
+///   reports the ICCS reading.
+///
+/// An empty sequence is `Ok` and empty. Never panics.
+pub fn parse_line(board: &Board, texts: &[&str]) -> Result<Vec<Move>, LineError> {
+    use CoordinateForm::{Iccs, Ranks1To10};
+    use std::cmp::Ordering;
+    let (iccs, ranks) = match (walk(board, texts, Iccs), walk(board, texts, Ranks1To10)) {
+        (Ok(a), Ok(b)) if a == b => return Ok(a),
+        (Ok(a), Ok(b)) => {
+            return Err(LineError::Ambiguous {
+                iccs: a,
+                ranks_1_10: b,
+            });
+        }
+        (Ok(m), Err(_)) | (Err(_), Ok(m)) => return Ok(m),
+        (Err(a), Err(b)) => (a, b),
+    };
+    let reach = |s: &Stop| (s.index, !s.wrong_form);
+    match reach(&iccs).cmp(&reach(&ranks)) {
+        Ordering::Greater => Err(iccs.into_error(texts, Some(Iccs), Some(ranks.index))),
+        Ordering::Less => Err(ranks.into_error(texts, Some(Ranks1To10), Some(iccs.index))),
+        Ordering::Equal if iccs.board == ranks.board => {
+            let error = match parse_move(&iccs.board, texts[iccs.index]) {
+                Err(e) => e,
+                // Both readings failed here, so `parse_move` does too; answer as one of them.
+                Ok(_) => iccs.error.clone(),
+            };
+            Err(Stop { error, ..iccs }.into_error(texts, None, None))
+        }
+        Ordering::Equal => Err(iccs.into_error(texts, Some(Iccs), Some(ranks.index))),
+    }
+}
+
+/// Parses a sequence of moves written in `form` played from `board`, checking that each is
+/// legal in the position the ones before it lead to: [`parse_iccs`] or [`parse_ranks_1_10`]
+/// move by move, for a caller that knows the form (such as after [`LineError::Ambiguous`]).
+///
+/// The error for the first move not accepted is [`LineError::Move`] with `form` set and
+/// `other_fails_at` `None`. An empty sequence is `Ok` and empty. Never panics.
+pub fn parse_line_as(
+    board: &Board,
+    texts: &[&str],
+    form: CoordinateForm,
+) -> Result<Vec<Move>, LineError> {
+    walk(board, texts, form).map_err(|s| s.into_error(texts, Some(form), None))
 }
 
 /// The move written with ranks `1`..`10`, as Fairy-Stockfish's UCI mode writes it (`h3e3` for

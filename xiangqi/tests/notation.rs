@@ -6,8 +6,8 @@
 
 use std::collections::HashSet;
 use xiangqi::notation::{
-    NotationError, parse_iccs, parse_move, parse_ranks_1_10, to_chinese, to_iccs, to_ranks_1_10,
-    to_wxf,
+    CoordinateForm, LineError, NotationError, parse_iccs, parse_line, parse_line_as, parse_move,
+    parse_ranks_1_10, to_chinese, to_iccs, to_ranks_1_10, to_wxf,
 };
 use xiangqi::{Board, Color, Move, Piece, PieceKind, START_FEN, Square, parse_fen};
 
@@ -570,6 +570,354 @@ fn parse_without_king_does_not_panic() {
     let m = mv("a0a1");
     assert_eq!(to_chinese(&b, m), "车九进一");
     assert_eq!(to_wxf(&b, m), "R9+1");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequences: the form is decided once for the whole line
+// ---------------------------------------------------------------------------------------------
+
+/// Black rooks on h7 and h6, Red rooks on c5 and c4, Black to move: a rook move along the rank
+/// is ambiguous on its own (`h7e7` is also `h6e6` read with ranks 1-10).
+const STACKED_ROOKS: &str = "9/4k4/7r1/7r1/2R6/2R6/9/3K5/9/9 b - - 0 1";
+
+/// The position after `moves` (ICCS, each checked legal) from `fen`.
+fn play(fen: &str, moves: &[&str]) -> Board {
+    let mut b = board(fen);
+    for &t in moves {
+        assert!(b.is_legal_move(mv(t)), "{t} in {}", b.fen());
+        b.make(mv(t));
+    }
+    b
+}
+
+fn moves(iccs: &[&str]) -> Vec<Move> {
+    iccs.iter().map(|t| mv(t)).collect()
+}
+
+/// Asserts that every text is ambiguous for `parse_move` in the position `line` reaches there.
+fn each_ambiguous_alone(fen: &str, texts: &[&str], line: &[Move]) {
+    let mut b = board(fen);
+    for (t, &m) in texts.iter().zip(line) {
+        assert!(
+            matches!(parse_move(&b, t), Err(NotationError::Ambiguous { .. })),
+            "{t} in {}: {:?}",
+            b.fen(),
+            parse_move(&b, t)
+        );
+        b.make(m);
+    }
+}
+
+#[test]
+fn line_of_moves_each_ambiguous_alone_is_read_in_its_one_legal_form() {
+    use CoordinateForm::{Iccs, Ranks1To10};
+    let b = board(STACKED_ROOKS);
+    // As ICCS: the rook h7 goes to e7, and the king's e8f8 is then also the rook's e7f7. With
+    // ranks 1-10 the rook h6 went to e6, so the last text (e7f7) finds no piece on e7.
+    let texts = ["h7e7", "c5d5", "e8f8"];
+    let iccs = moves(&["h7e7", "c5d5", "e8f8"]);
+    each_ambiguous_alone(STACKED_ROOKS, &texts, &iccs);
+    assert_eq!(parse_line(&b, &texts), Ok(iccs.clone()));
+    assert_eq!(parse_line_as(&b, &texts, Iccs), Ok(iccs));
+    assert_eq!(
+        parse_line_as(&b, &texts, Ranks1To10),
+        Err(LineError::Move {
+            index: 2,
+            text: "e8f8".into(),
+            fen: play(STACKED_ROOKS, &["h6e6", "c4d4"]).fen(),
+            form: Some(Ranks1To10),
+            other_fails_at: None,
+            error: NotationError::NoPiece {
+                text: "e8f8".into(),
+                square: sq("e7"),
+            },
+        })
+    );
+
+    // The same the other way round: the first two moves are ambiguous alone, and the king's
+    // e9f9 (ICCS e8f8) has no ICCS reading here, as e9 is empty.
+    let texts = ["H7-E7", " c5d5", "e9f9"];
+    let ranks = moves(&["h6e6", "c4d4", "e8f8"]);
+    each_ambiguous_alone(STACKED_ROOKS, &texts[..2], &ranks);
+    assert_eq!(parse_line(&b, &texts), Ok(ranks.clone()));
+    assert_eq!(parse_line_as(&b, &texts, Ranks1To10), Ok(ranks));
+
+    // An empty line is empty in both readings.
+    assert_eq!(parse_line(&b, &[]), Ok(Vec::new()));
+}
+
+/// The main line of `7r1/4k4/9/9/5P3/9/9/9/9/3K2R2 w` (KRPvKR, asian rules), moves then cycle,
+/// from `xqtb mainline --json`: move 16, e7f7, is also e6f6 (the rook's) read with ranks 1-10.
+const MAINLINE_FEN: &str = "7r1/4k4/9/9/5P3/9/9/9/9/3K2R2 w - - 0 1";
+const MAINLINE: &str = "g0g8 e8e7 g8g1 h9h6 g1e1 e7f7 e1f1 f7e7 f5f6 e7e8 f6f7 h6e6 f7f8 e8e7 \
+                        f1g1 e7f7 f8e8 f7e7 e8d8 e7f7 g1g7 f7f8 g7g8 f8f9 g8g1 e6a6 g1f1 f9e9 \
+                        d8d9 e9e8 f1e1 e8f8 e1e2 a6a0 d0d1 a0a1 d1d0 a1a0";
+
+#[test]
+fn a_main_line_in_iccs_reads_back_whole() {
+    let texts: Vec<&str> = MAINLINE.split_whitespace().collect();
+    let line = moves(&texts);
+    let b = board(MAINLINE_FEN);
+    assert_eq!(parse_line(&b, &texts), Ok(line.clone()));
+    // Move by move, the 16th is ambiguous: the reason for reading the line as a whole.
+    let p = play(MAINLINE_FEN, &texts[..15]);
+    assert_eq!(
+        parse_move(&p, texts[15]),
+        Err(NotationError::Ambiguous {
+            text: "e7f7".into(),
+            iccs: mv("e7f7"),
+            ranks_1_10: mv("e6f6"),
+        })
+    );
+    // Written with ranks 1-10, the line reads back too.
+    let ranks: Vec<String> = line.iter().map(|&m| to_ranks_1_10(m)).collect();
+    let ranks: Vec<&str> = ranks.iter().map(String::as_str).collect();
+    assert_eq!(parse_line(&b, &ranks), Ok(line));
+}
+
+#[test]
+fn a_line_legal_in_both_readings_is_ambiguous_and_names_both() {
+    use CoordinateForm::{Iccs, Ranks1To10};
+    let b = board(STACKED_ROOKS);
+    let texts = ["h7e7", "c5d5"];
+    let iccs = moves(&["h7e7", "c5d5"]);
+    let ranks = moves(&["h6e6", "c4d4"]);
+    let err = parse_line(&b, &texts).unwrap_err();
+    assert_eq!(
+        err,
+        LineError::Ambiguous {
+            iccs: iccs.clone(),
+            ranks_1_10: ranks.clone(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "the moves are ambiguous: as ICCS they are h7e7 c5d5, with ranks 1-10 they are h6e6 \
+         c4d4 (ICCS), and both readings are legal move by move, so the form must be given"
+    );
+    // Naming the form settles it.
+    assert_eq!(parse_line_as(&b, &texts, Iccs), Ok(iccs));
+    assert_eq!(parse_line_as(&b, &texts, Ranks1To10), Ok(ranks));
+
+    // A repetition with two rooks a side stacked on the a-file: the ranks-1-10 reading moves
+    // the other rook of each pair, and is as legal as the ICCS one all the way.
+    let fen = "3k5/9/9/r8/r8/9/R8/R8/9/4K4 w - - 0 1";
+    let texts = ["a3b3", "a6b6", "b3a3", "b6a6"];
+    assert_eq!(
+        parse_line(&board(fen), &texts),
+        Err(LineError::Ambiguous {
+            iccs: moves(&texts),
+            ranks_1_10: moves(&["a2b2", "a5b5", "b2a2", "b5a5"]),
+        })
+    );
+}
+
+#[test]
+fn an_illegal_line_reports_the_reading_that_got_further() {
+    use CoordinateForm::{Iccs, Ranks1To10};
+    let b = board(STACKED_ROOKS);
+
+    // With ranks 1-10 the first three moves are legal (h6e6 c4d4 e8f8) and the fourth, d2d3,
+    // takes the king out of its palace; as ICCS the third already fails (e9 is empty).
+    let texts = ["h7e7", "c5d5", "e9f9", "d3d4"];
+    let err = parse_line(&b, &texts).unwrap_err();
+    let fen = play(STACKED_ROOKS, &["h6e6", "c4d4", "e8f8"]).fen();
+    assert_eq!(
+        err,
+        LineError::Move {
+            index: 3,
+            text: "d3d4".into(),
+            fen: fen.clone(),
+            form: Some(Ranks1To10),
+            other_fails_at: Some(2),
+            error: NotationError::Illegal {
+                text: "d3d4".into(),
+                mv: mv("d2d3"),
+            },
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "move 4 ('d3d4') in {fen}, reading the moves with ranks 1-10: move 'd3d4': d2d3 is \
+             not a legal move in this position; as ICCS they fail earlier, at move 3"
+        )
+    );
+    // The strict reading stops at its own first failure and names no other.
+    assert_eq!(
+        parse_line_as(&b, &texts, Iccs),
+        Err(LineError::Move {
+            index: 2,
+            text: "e9f9".into(),
+            fen: play(STACKED_ROOKS, &["h7e7", "c5d5"]).fen(),
+            form: Some(Iccs),
+            other_fails_at: None,
+            error: NotationError::NoPiece {
+                text: "e9f9".into(),
+                square: sq("e9"),
+            },
+        })
+    );
+
+    // Both readings fail at the third move, in different positions: the ICCS one is reported.
+    let err = parse_line(&b, &["h7e7", "c5d5", "e8e7"]).unwrap_err();
+    let fen = play(STACKED_ROOKS, &["h7e7", "c5d5"]).fen();
+    assert_eq!(
+        err,
+        LineError::Move {
+            index: 2,
+            text: "e8e7".into(),
+            fen: fen.clone(),
+            form: Some(Iccs),
+            other_fails_at: Some(2),
+            error: NotationError::Illegal {
+                text: "e8e7".into(),
+                mv: mv("e8e7"),
+            },
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "move 3 ('e8e7') in {fen}, reading the moves as ICCS: move 'e8e7': e8e7 is not a \
+             legal move in this position; with ranks 1-10 they fail at this move too"
+        )
+    );
+
+    // At the same move, a text written in the other form only stops that reading first: e8e10
+    // has no ICCS reading, so the ranks-1-10 error (no piece on e7) is the one reported.
+    assert_eq!(
+        parse_line(&b, &["h7e7", "c5d5", "e8e10"]),
+        Err(LineError::Move {
+            index: 2,
+            text: "e8e10".into(),
+            fen: play(STACKED_ROOKS, &["h6e6", "c4d4"]).fen(),
+            form: Some(Ranks1To10),
+            other_fails_at: Some(2),
+            error: NotationError::NoPiece {
+                text: "e8e10".into(),
+                square: sq("e7"),
+            },
+        })
+    );
+
+    // The first move: both readings stop in the start position, and the error is
+    // parse_move's, which speaks of both.
+    let start = board(START_FEN);
+    let err = parse_line(&start, &["e5e6", "h2e2"]).unwrap_err();
+    assert_eq!(
+        err,
+        LineError::Move {
+            index: 0,
+            text: "e5e6".into(),
+            fen: start.fen(),
+            form: None,
+            other_fails_at: None,
+            error: parse_move(&start, "e5e6").unwrap_err(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "move 1 ('e5e6') in {}: {}",
+            start.fen(),
+            parse_move(&start, "e5e6").unwrap_err()
+        )
+    );
+    // A malformed text stops both readings; ICCS got further (h1e1 has no piece).
+    assert_eq!(
+        parse_line(&start, &[" h2e2 ", " h2e2! "]),
+        Err(LineError::Move {
+            index: 1,
+            text: "h2e2!".into(),
+            fen: play(START_FEN, &["h2e2"]).fen(),
+            form: Some(Iccs),
+            other_fails_at: Some(0),
+            error: NotationError::Malformed {
+                text: "h2e2!".into(),
+                reason: "unexpected characters after the destination square",
+            },
+        })
+    );
+}
+
+#[test]
+fn random_games_read_back_as_lines() {
+    use CoordinateForm::{Iccs, Ranks1To10};
+    let roots = [
+        START_FEN,
+        STACKED_ROOKS,
+        "3k5/9/9/r8/r8/9/R8/R8/9/4K4 w - - 0 1",
+        "3k5/9/P1P1P1P1P/9/9/9/9/p1p1p1p1p/9/4K4 w - - 0 1",
+    ];
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let (mut lines, mut ambiguous_lines, mut resolved) = (0, 0, 0);
+    for root in roots {
+        let start = board(root);
+        for _ in 0..40 {
+            let mut b = start.clone();
+            let mut game = Vec::new();
+            let mut ambiguous_move = false;
+            for _ in 0..40 {
+                let legal = b.legal_moves();
+                if legal.is_empty() {
+                    break;
+                }
+                let m = legal[rng.below(legal.len())];
+                ambiguous_move |= matches!(
+                    parse_move(&b, &m.iccs()),
+                    Err(NotationError::Ambiguous { .. })
+                );
+                b.make(m);
+                game.push(m);
+                let iccs: Vec<String> = game.iter().map(|m| m.iccs()).collect();
+                let iccs: Vec<&str> = iccs.iter().map(String::as_str).collect();
+                let ranks: Vec<String> = game.iter().map(|&m| to_ranks_1_10(m)).collect();
+                let ranks: Vec<&str> = ranks.iter().map(String::as_str).collect();
+                assert_eq!(parse_line_as(&start, &iccs, Iccs), Ok(game.clone()));
+                assert_eq!(parse_line_as(&start, &ranks, Ranks1To10), Ok(game.clone()));
+                lines += 2;
+                // Each text list reads as the game, or is ambiguous with the game as its reading
+                // in its own form and the other reading legal throughout.
+                match parse_line(&start, &iccs) {
+                    Ok(x) => {
+                        assert_eq!(x, game, "{root}: {iccs:?}");
+                        resolved += ambiguous_move as usize;
+                    }
+                    Err(LineError::Ambiguous {
+                        iccs: a,
+                        ranks_1_10,
+                    }) => {
+                        assert_eq!(a, game, "{root}: {iccs:?}");
+                        assert_eq!(parse_line_as(&start, &iccs, Ranks1To10), Ok(ranks_1_10));
+                        ambiguous_lines += 1;
+                    }
+                    Err(e) => panic!("{root}: {iccs:?}: {e}"),
+                }
+                match parse_line(&start, &ranks) {
+                    Ok(x) => assert_eq!(x, game, "{root}: {ranks:?}"),
+                    Err(LineError::Ambiguous {
+                        iccs: a,
+                        ranks_1_10,
+                    }) => {
+                        assert_eq!(ranks_1_10, game, "{root}: {ranks:?}");
+                        assert_eq!(parse_line_as(&start, &ranks, Iccs), Ok(a));
+                        ambiguous_lines += 1;
+                    }
+                    Err(e) => panic!("{root}: {ranks:?}: {e}"),
+                }
+            }
+        }
+    }
+    assert!(
+        resolved > 0,
+        "no ICCS line with a move ambiguous alone read back"
+    );
+    assert!(ambiguous_lines > 0, "no line legal in both readings");
+    eprintln!(
+        "{lines} lines, {ambiguous_lines} legal in both readings, {resolved} ICCS lines with a \
+         move ambiguous alone read back whole"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
