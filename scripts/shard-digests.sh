@@ -3,10 +3,12 @@
 # so two builds can be compared byte for byte:
 #   scripts/shard-digests.sh BINARY reference > a.txt   # the 36 reference-solver tables
 #   scripts/shard-digests.sh BINARY krnvkr > b.txt      # the KRNvKR closure (about a minute)
+#   scripts/shard-digests.sh BINARY rules > c.txt       # tables with several rule rounds and
+#                                                       # pawn slices (a few minutes)
 # Extra arguments after the set are passed to `xqtb solve` (for example `--rules asian`).
 set -euo pipefail
-bin=${1:?usage: shard-digests.sh BINARY reference|krnvkr [solve args...]}
-set_name=${2:?usage: shard-digests.sh BINARY reference|krnvkr [solve args...]}
+bin=${1:?usage: shard-digests.sh BINARY reference|krnvkr|rules [solve args...]}
+set_name=${2:?usage: shard-digests.sh BINARY reference|krnvkr|rules [solve args...]}
 shift 2
 case "$set_name" in
   reference)
@@ -14,6 +16,7 @@ case "$set_name" in
       KCvKAA KPvKAA KRvKBB KNvKBB KCvKBB KPvKBB KRvKAB KNvKAB KCvKAB KPvKAB KRvKR KRvKN KRvKC
       KRvKP KNvKN KCvKC KPvKP KRNvK KRCvK KNNvK KCPvK KPPvK" ;;
   krnvkr) sigs="KRNvKR" ;;
+  rules) sigs="KCAvKN KNvKP KCvKC KRPvKR" ;;
   *) echo "unknown set $set_name" >&2; exit 2 ;;
 esac
 # The rule set given to `solve` is also the one to list and export.

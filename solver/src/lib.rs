@@ -30,6 +30,7 @@ mod position;
 pub mod rules;
 pub mod sample;
 mod solve;
+mod state;
 mod verify;
 mod verify_rules;
 

@@ -21,6 +21,7 @@
 use crate::CHUNK_SLOTS;
 use crate::capture::ExitValues;
 use crate::position::{SlotPosition, prefetch};
+use crate::state::{Capture, ILLEGAL, Unresolved, is_resolved};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use thiserror::Error;
@@ -115,35 +116,7 @@ pub enum Progress {
     },
 }
 
-// State of an unresolved entry: tag, capture kind and a distance.
-const UNRESOLVED: u16 = 0x4000;
-const KIND_MASK: u16 = 0x3000;
-const KIND_CAP_LOSS: u16 = 0x0000;
-const KIND_CAP_WIN: u16 = 0x1000;
-const KIND_CANNOT_LOSE: u16 = 0x2000;
-const DIST_MASK: u16 = 0x0FFF;
-const CANDIDATE: u16 = 0x8000;
-const MAX_CAPTURE_DTM: u16 = DIST_MASK;
-
-const ILLEGAL: u16 = Value::ILLEGAL_CODE;
 const MAX_DTM: u16 = Value::MAX_DTM;
-
-#[inline]
-fn is_resolved(c: u16) -> bool {
-    c != 0 && c < UNRESOLVED
-}
-
-#[inline]
-pub(crate) fn is_unresolved(c: u16) -> bool {
-    c != ILLEGAL && c >= UNRESOLVED
-}
-
-/// Whether an unresolved state records a capture that does not lose (it draws, or leads to a
-/// rule-decided position of another table).
-#[inline]
-pub(crate) fn capture_holds(c: u16) -> bool {
-    is_unresolved(c) && c & KIND_MASK == KIND_CANNOT_LOSE
-}
 
 /// Solves table `id`, reading the tables its captures lead into (under the same rule set) from
 /// `deps`.
@@ -293,9 +266,8 @@ pub(crate) struct Solver<'a> {
     pub(crate) slots: SlotRange,
     pub(crate) rules: RuleSet,
     pub(crate) pieces: Vec<Piece>,
-    /// Per side to move and slot: the value code once resolved; while unresolved, the tags
-    /// below (and, in the rule phase, [`crate::asian`]'s own).
-    pub(crate) state: [Vec<AtomicU16>; 2],
+    /// Per side to move and job slot: the entry's state ([`crate::state`]).
+    state: [Vec<AtomicU16>; 2],
     resolved: AtomicU64,
     /// Blocks per side.
     pub(crate) chunks: u64,
@@ -383,11 +355,11 @@ impl<'a> Solver<'a> {
                 let mut next_pending = u16::MAX;
                 for slot in start..end {
                     let code = states[slot as usize].load(Relaxed);
-                    if is_unresolved(code) && code & KIND_MASK != KIND_CANNOT_LOSE {
-                        let d = code & DIST_MASK;
-                        if d > level {
-                            next_pending = next_pending.min(d);
-                        }
+                    if let Some(Capture::Loses(d) | Capture::Wins(d)) =
+                        Unresolved::of(code).map(Unresolved::capture)
+                        && d > level
+                    {
+                        next_pending = next_pending.min(d);
                     }
                     if wanted(code) && pos.load(slot, side) {
                         changed += f(side, slot, code, &mut pos);
@@ -478,22 +450,22 @@ impl<'a> Solver<'a> {
                     } else {
                         worst_loss
                     };
-                    if dist > MAX_CAPTURE_DTM {
-                        return Err(SolveError::DtmOverflow(sig, MAX_CAPTURE_DTM));
+                    if dist > Capture::MAX_DISTANCE {
+                        return Err(SolveError::DtmOverflow(sig, Capture::MAX_DISTANCE));
                     }
-                    let code = if best_win != u16::MAX {
-                        UNRESOLVED | KIND_CAP_WIN | best_win
+                    let capture = if best_win != u16::MAX {
+                        Capture::Wins(best_win)
                     } else if draw {
-                        UNRESOLVED | KIND_CANNOT_LOSE
+                        Capture::Holds
                     } else {
-                        UNRESOLVED | KIND_CAP_LOSS | worst_loss
+                        Capture::Loses(worst_loss)
                     };
                     max_pending = max_pending.max(dist);
                     if dist > 0 {
                         let m = &mut min_pending[side.index()];
                         *m = (*m).min(dist);
                     }
-                    states[slot as usize].store(code, Relaxed);
+                    states[slot as usize].store(Unresolved::new(capture).code(), Relaxed);
                 }
                 for side in Color::ALL {
                     let chunk = self.chunk_of(side, start as usize);
@@ -516,7 +488,7 @@ impl<'a> Solver<'a> {
     fn win_level(&self, n: u16) -> u64 {
         let lost = Value::Loss(n - 1).encode();
         let won = Value::Win(n).encode();
-        let cap_win = UNRESOLVED | KIND_CAP_WIN | n;
+        let cap_win = Unresolved::new(Capture::Wins(n)).code();
         let fresh = &self.fresh[(n as usize - 1) % 2];
         let changed = self.scan(
             n,
@@ -534,7 +506,7 @@ impl<'a> Solver<'a> {
                 let mut changed = 0;
                 for &p in pos.predecessors(|p| prefetch(&preds[p])) {
                     let c = preds[p].load(Relaxed);
-                    if is_unresolved(c) && preds[p].swap(won, Relaxed) != won {
+                    if Unresolved::of(c).is_some() && preds[p].swap(won, Relaxed) != won {
                         self.note_resolved(them, p, n);
                         changed += 1;
                     }
@@ -560,30 +532,36 @@ impl<'a> Solver<'a> {
                 let them = side.opponent();
                 let preds = &self.state[them.index()];
                 for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                    let c = preds[p].load(Relaxed);
-                    if is_unresolved(c) && c & (KIND_MASK | CANDIDATE) == KIND_CAP_LOSS {
-                        preds[p].fetch_or(CANDIDATE, Relaxed);
+                    let Some(u) = Unresolved::of(preds[p].load(Relaxed)) else {
+                        continue;
+                    };
+                    // A position whose capture wins or draws is never lost.
+                    if matches!(u.capture(), Capture::Loses(_)) && !u.is_candidate() {
+                        preds[p].store(u.as_candidate().code(), Relaxed);
                         self.marked[self.chunk_of(them, p)].store(true, Relaxed);
                     }
                 }
                 0
             },
         );
-        let due = UNRESOLVED | KIND_CAP_LOSS | n;
+        let due = Unresolved::new(Capture::Loses(n));
         let lost = Value::Loss(n).encode();
         let changed = self.scan(
             n,
             |b| self.marked[b].swap(false, Relaxed) | (self.pending[b].load(Relaxed) == n),
-            |c| is_unresolved(c) && (c & CANDIDATE != 0 || c == due),
+            |c| Unresolved::of(c).is_some_and(|u| u.is_candidate() || u == due),
             |side, slot, code, pos| {
-                let code = code & !CANDIDATE;
+                let u = Unresolved::of(code).expect("unresolved").not_candidate();
                 let own = &self.state[side.index()][slot as usize];
-                if code & DIST_MASK <= n && self.all_moves_lose(side, pos) {
+                let Capture::Loses(d) = u.capture() else {
+                    unreachable!("only positions whose captures lose are candidates")
+                };
+                if d <= n && self.all_moves_lose(side, pos) {
                     own.store(lost, Relaxed);
                     self.note_resolved(side, slot as usize, n);
                     1
                 } else {
-                    own.store(code, Relaxed);
+                    own.store(u.code(), Relaxed);
                     0
                 }
             },
@@ -606,28 +584,18 @@ impl<'a> Solver<'a> {
         })
     }
 
-    /// Turns the states into final values: everything still unresolved is a draw.
+    /// The states of the entries with `side` to move.
+    #[inline]
+    pub(crate) fn states(&self, side: Color) -> &[AtomicU16] {
+        &self.state[side.index()]
+    }
+
+    /// Turns the states into final values: everything still open is a draw.
     fn finish(self) -> [Vec<u16>; 2] {
-        // After the rule phase every state is a value or undecided (codes of rule values lie
-        // where the retrograde phase keeps its unresolved tags).
-        let rule_phase = self.rules != RuleSet::CyclesAreDraws;
-        let undecided = move |c: u16| {
-            if rule_phase {
-                crate::asian::is_undecided(c)
-            } else {
-                is_unresolved(c)
-            }
-        };
+        let rules = self.rules;
         self.state.map(|v| {
             v.into_iter()
-                .map(|a| {
-                    let c = a.into_inner();
-                    if undecided(c) {
-                        Value::Draw.encode()
-                    } else {
-                        c
-                    }
-                })
+                .map(|a| crate::state::final_code(rules, a.into_inner()))
                 .collect()
         })
     }

@@ -12,12 +12,10 @@
 //! test only reads positions of the other side decided at earlier levels (the next level's
 //! wins, written meanwhile, count as undecided).
 
-use super::{
-    CAND, IfLost, Phase, Pos, TOUCHED, UNDECIDED, is_undecided, may_lose_by, rule_value,
-    with_witness_of,
-};
+use super::phase::{IfLost, Phase, Pos, rule_value};
 use crate::position::{SlotPosition, prefetch};
 use crate::solve::SolveError;
+use crate::state::{Flags, Undecided, Witness, is_undecided};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU16;
@@ -116,6 +114,7 @@ fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, S
     let changed: u64 = phase
         .par_marked(
             &phase.decided[(level as usize - 1) % 2],
+            true,
             |side, slots, pos| {
                 let states = phase.states(side);
                 let mut changed = 0;
@@ -168,6 +167,7 @@ fn loss_level(
     // Candidates: the undecided predecessors of this round's wins of the last level.
     phase.par_marked(
         &phase.decided[(level as usize - 1) % 2],
+        true,
         |side, slots, pos| {
             let them = side.opponent();
             let preds = phase.states(them);
@@ -178,22 +178,22 @@ fn loss_level(
                     continue;
                 }
                 for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                    let c = preds[p].load(Relaxed);
-                    if is_undecided(c) {
-                        // A position that holds (its witness value no hash takes) never loses;
-                        // one with a witness of another hash keeps it.
-                        let flags = if may_lose_by(c, slot) {
-                            CAND | TOUCHED
-                        } else {
-                            TOUCHED
-                        };
-                        if c & flags != flags {
-                            preds[p].fetch_or(flags, Relaxed);
-                        }
-                        phase.touched.mark(s, them, p as u64);
-                        if flags & CAND != 0 {
-                            phase.candidates.mark(s, them, p as u64);
-                        }
+                    let Some(u) = Undecided::of(preds[p].load(Relaxed)) else {
+                        continue;
+                    };
+                    // A position that holds (its witness no successor has) never loses; one
+                    // whose witness is another successor is still kept from losing by it.
+                    let candidate = u.witness().may_be(slot);
+                    let mut bits = Flags::TOUCHED.bit();
+                    if candidate {
+                        bits |= Flags::CANDIDATE.bit();
+                    }
+                    if u.code() & bits != bits {
+                        preds[p].fetch_or(bits, Relaxed);
+                    }
+                    phase.touched.mark(s, them, p as u64);
+                    if candidate {
+                        phase.candidates.mark(s, them, p as u64);
                     }
                 }
             }
@@ -203,39 +203,42 @@ fn loss_level(
     let lost = |v: Value, open: bool| !open && v.is_loss() && is_due(v, round, level);
     let losses = codes(phase, round, level)?;
     // The wins of the next level, written as soon as a position is found lost (the test has it
-    // set up, so the next win level need not set it up again; on KRNvKR 2.7 M positions).
-    // The tests of this level take them for undecided, as they would be until that level.
+    // set up, so the next win level need not set it up again). The tests of this level take
+    // them for undecided, as they would be until that level.
     let wins = codes(phase, round, level + 1).ok();
-    let unsettled = wins.unwrap_or([UNDECIDED; 2]);
-    let found = phase.par_marked(&phase.candidates, |side, slots, pos| {
+    let found = phase.par_marked(&phase.candidates, true, |side, slots, pos| {
         let mut changed = 0u64;
         let mut later = Vec::new();
         let states = phase.states(side);
         for slot in slots {
             let state = &states[slot as usize];
             let was = state.load(Relaxed);
-            if !is_undecided(was) || was & CAND == 0 {
+            let Some(u) = Undecided::of(was).filter(|u| u.has(Flags::CANDIDATE)) else {
                 continue;
-            }
+            };
             // Only this test and the next level's wins write the state now: a failed exchange
             // means it was won (never when this test finds it lost: a position with a move into
             // one lost at this level has an open move).
-            let settle = |c: u16| state.compare_exchange(was, c, Relaxed, Relaxed).is_ok();
-            let c = was & !CAND;
+            let settle = |u: Undecided| {
+                state
+                    .compare_exchange(was, u.code(), Relaxed, Relaxed)
+                    .is_ok()
+            };
+            let u = u.without(Flags::CANDIDATE);
             if !pos.load(slot, side) {
-                settle(c);
+                settle(u);
                 continue;
             }
-            let look = match phase.look_if_lost(pos, unsettled)? {
+            let look = match phase.look_if_lost(pos, wins)? {
                 IfLost::Open(q) => {
-                    settle(with_witness_of(c, Some(q as u64)));
+                    settle(u.with_witness(Witness::of_slot(q as u64)));
                     continue;
                 }
                 IfLost::AllWon(look) => look,
             };
             if lost(look.best, look.open) {
                 let code = look.best.encode();
-                if !settle(code) {
+                if state.compare_exchange(was, code, Relaxed, Relaxed).is_err() {
                     continue;
                 }
                 changed += 1;
@@ -249,7 +252,7 @@ fn loss_level(
             }
             // Every move staying in the job loses: no witness (the moves leaving it may still
             // keep it from losing now, and not later).
-            settle(with_witness_of(c, None));
+            settle(u.with_witness(Witness::NONE));
             if !look.open
                 && let Some(p) = look.best.rule_plies()
                 && p > level

@@ -1,0 +1,139 @@
+//! Step 1 of a round: which undecided positions are forced to offend.
+//!
+//! A position is *forced to offend* when its side to move can only offend or lose: every legal
+//! move leads to a position already won for the other side (a capture or exit that loses, or a
+//! move into a won position), or is an offence into an undecided position, and those offences
+//! are all checks, or all chase one and the same piece. Such a position may be the offender's
+//! in a trap; the undecided positions its offences lead into may be the winner's.
+//!
+//! The first round tests every undecided position; later rounds only those whose successors
+//! changed (flagged [`Flags::TOUCHED`] when a successor was decided). A forced position stays
+//! forced while undecided: its successors can only be decided as wins for the other side.
+
+use super::phase::{Phase, king_and_others, pop_square};
+use crate::position::SlotPosition;
+use crate::solve::SolveError;
+use crate::state::{Flags, Undecided, Witness, is_undecided};
+use std::sync::atomic::Ordering::Relaxed;
+use xiangqi::repetition::{MoveClass, MoveClasses};
+use xiangqi::{Color, MoveList};
+
+/// Whether the side to move of the loaded position (undecided, its captures and exits all
+/// losing) is forced to offend. When it is, the positions its moves into undecided positions
+/// lead to are flagged [`Flags::REACHED`]. Also returns a witness for the loss levels (`None`
+/// for none): the slot of a move into an undecided position. `moves` and `open` are scratch
+/// space.
+fn forced(
+    phase: &Phase,
+    pos: &mut SlotPosition,
+    moves: &mut MoveList,
+    open: &mut Vec<usize>,
+) -> (bool, Option<u64>) {
+    let side = pos.board.side_to_move();
+    let them = side.opponent();
+    let states = phase.states(them);
+    // The king's moves first: they are seldom checks or chases, and lead to an undecided
+    // position more often than the other pieces', so an idle move is found sooner. The
+    // other pieces' moves are generated only when no king move settles it. Slots are
+    // computed one at a time: most positions have such a move among their first few.
+    let (king, mut others) = king_and_others(&pos.board, side);
+    moves.clear();
+    if let Some(k) = king {
+        pos.board.piece_pseudo_moves(k, moves);
+    }
+    // The positions its moves into undecided positions lead to (decided successors are wins
+    // for the opponent, or this position would be decided).
+    open.clear();
+    let mut checks = true;
+    let mut chased = !0u128;
+    // Classified on the position's own board: a classifier's copy of it would cost more than
+    // the classes of most positions' one or two moves.
+    let mut classes = MoveClasses::new(side);
+    let mut next = 0;
+    loop {
+        if next == moves.len() {
+            let Some(s) = pop_square(&mut others) else {
+                break;
+            };
+            pos.board.piece_pseudo_moves(s, moves);
+            continue;
+        }
+        let m = moves[next];
+        next += 1;
+        let Some(q) = pos.stays(m) else { continue };
+        if !is_undecided(states[q].load(Relaxed)) {
+            continue;
+        }
+        open.push(q);
+        match classes.class(&mut pos.board, m) {
+            MoveClass::Check => chased = 0,
+            MoveClass::Chase(sq) => {
+                checks = false;
+                chased &= sq.0;
+            }
+            MoveClass::Idle => return (false, Some(q as u64)),
+        }
+        if !checks && chased == 0 {
+            return (false, Some(q as u64));
+        }
+    }
+    // A position without a move into an undecided one would be decided.
+    let Some(&first) = open.first() else {
+        return (false, None);
+    };
+    for &q in open.iter() {
+        if phase.set_flag(them, q as u64, Flags::REACHED) {
+            phase.roles.mark(phase.solver, them, q as u64);
+        }
+    }
+    (true, Some(first as u64))
+}
+
+/// Flags as forced to offend the undecided positions that are (all of them, or only those
+/// touched since the last trap search), and gives the others a fresh witness. Returns how
+/// many it flagged.
+pub(super) fn mark(phase: &Phase, all: bool) -> Result<u64, SolveError> {
+    let test = |side: Color, slots: &mut dyn Iterator<Item = u64>, pos: &mut SlotPosition| {
+        let states = phase.states(side);
+        let mut n = 0u64;
+        let mut open = Vec::with_capacity(xiangqi::MAX_MOVES);
+        let mut moves = MoveList::new();
+        for slot in slots {
+            let state = &states[slot as usize];
+            let Some(u) = Undecided::of(state.load(Relaxed)) else {
+                continue;
+            };
+            if u.holds()
+                || u.has(Flags::FORCED)
+                || !(all || u.has(Flags::TOUCHED))
+                || !pos.load(slot, side)
+            {
+                continue;
+            }
+            let (forced, q) = forced(phase, pos, &mut moves, &mut open);
+            let update = |u: Undecided| {
+                let u = if forced { u.with(Flags::FORCED) } else { u };
+                u.with_witness(Witness::of(q))
+            };
+            if update(u) != u {
+                // Other positions' tests may flag this one meanwhile.
+                let _ = state.fetch_update(Relaxed, Relaxed, |c| {
+                    Some(update(Undecided::of(c).expect("undecided")).code())
+                });
+            }
+            if forced {
+                phase.roles.mark(phase.solver, side, slot);
+                n += 1;
+            }
+        }
+        Ok(n)
+    };
+    let counts = if all {
+        phase.par_chunks(|side, mut slots, pos| test(side, &mut slots, pos))?
+    } else {
+        phase.par_marked(&phase.touched, false, |side, mut slots, pos| {
+            test(side, &mut slots, pos)
+        })?
+    };
+    Ok(counts.into_iter().sum())
+}
