@@ -9,8 +9,8 @@
 //! table lookup, square gathering) millions of times. The verifier keeps the general path, so
 //! the two are checked against each other on every table.
 
+use crate::error::SolveError;
 use crate::position::SlotPosition;
-use crate::solve::SolveError;
 use xiangqi::{Color, Move, PieceKind};
 use xqtb_core::{
     MAX_PIECES, Material, Orientation, Probe, ProbeError, RuleSet, Table, TableId, TableIndex,

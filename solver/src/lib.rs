@@ -14,6 +14,18 @@
 //! Pure computation: depends on the rules (`xiangqi`) and the table model (`xqtb-core`) only,
 //! never on storage, async runtimes or the network.
 //!
+//! The modules, lowest first (each uses only those before it):
+//! - `state`: the two-byte state of each position during a solve, every bit named;
+//! - `position`: a position of a job as a board and as index squares, its moves' slots;
+//! - `capture`: the values of the moves that leave a job (captures, pawn advances into other
+//!   slices);
+//! - `retrograde`: the retrograde phase (values that end in mate);
+//! - [`rules`] and `asian`: the repetition rules as a game on graphs, and the rule phase that
+//!   applies them to a table (Asian rule set only);
+//! - `solve`: one job, both phases; `verify` and `verify_rules`: the independent verifier;
+//!   [`sample`]: spot checks of stored tables;
+//! - `job`: solve-and-verify, and solving many jobs in memory.
+//!
 //! ```
 //! use xqtb_core::{Probe, RuleSet, Signature, Value};
 //! let sig: Signature = "KRvK".parse().unwrap();
@@ -26,80 +38,28 @@
 
 mod asian;
 mod capture;
+mod error;
+mod job;
 mod position;
+mod progress;
+mod retrograde;
 pub mod rules;
 pub mod sample;
+mod slices;
 mod solve;
 mod state;
 mod verify;
 mod verify_rules;
 
-mod slices;
-
-pub use slices::{SliceDeps, solve_by_slices};
-pub use solve::{Progress, SolveError, solve, solve_range};
-pub use verify::{VerifyError, verify, verify_reporting};
-
-use std::sync::Arc;
-use xqtb_core::{MemoryTables, Probe, RuleSet, Signature, SlotRange, Table, TableCounts, TableId};
+pub use error::{SolveError, VerifyError};
+pub use job::{
+    JobError, solve_and_verify, solve_and_verify_range, solve_by_slices, solve_closure_in_memory,
+};
+pub use progress::Progress;
+pub use slices::SliceDeps;
+pub use solve::{solve, solve_range};
+pub use verify::{verify, verify_reporting};
 
 /// Slots handed to one parallel task by the solver and the verifier: large enough to amortise
 /// scheduling, small enough to balance two threads on the smallest tables.
 pub const CHUNK_SLOTS: u64 = 1 << 13;
-
-/// Why a table could not be produced.
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    /// Solving failed.
-    #[error(transparent)]
-    Solve(#[from] SolveError),
-    /// The solved table failed verification; it must not be stored.
-    #[error(transparent)]
-    Verify(#[from] Box<VerifyError>),
-}
-
-/// Solves and verifies one table. A table that fails verification is an error, never returned.
-pub fn solve_and_verify(
-    id: TableId,
-    deps: &dyn Probe,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(Table, TableCounts), JobError> {
-    let table = solve(id, deps, progress)?;
-    let started = std::time::Instant::now();
-    let counts = verify_reporting(&table, deps, progress)?;
-    tracing::info!(table = %id, secs = started.elapsed().as_secs_f64(), "verified");
-    Ok((table, counts))
-}
-
-/// Solves and verifies the slots `slots` of table `id` (a union of whole pawn slices, see
-/// [`solve_range`]) as a part of the table. `deps` holds the tables its captures lead into and
-/// the slices its pawn advances lead into. A part that fails verification is an error, never
-/// returned.
-pub fn solve_and_verify_range(
-    id: TableId,
-    slots: SlotRange,
-    deps: &dyn Probe,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(Table, TableCounts), JobError> {
-    let table = solve_range(id, slots, deps, progress)?;
-    let started = std::time::Instant::now();
-    let counts = verify_reporting(&table, deps, progress)?;
-    tracing::info!(table = %id, %slots, secs = started.elapsed().as_secs_f64(), "verified");
-    Ok((table, counts))
-}
-
-/// Solves `targets` and everything they depend on under `rules`, in dependency order, keeping
-/// the tables in memory. `on_table` sees each finished table.
-pub fn solve_closure_in_memory(
-    targets: &[Signature],
-    rules: RuleSet,
-    mut on_table: impl FnMut(&Table, &TableCounts),
-) -> Result<MemoryTables, JobError> {
-    let mut tables = MemoryTables::new();
-    for sig in xqtb_core::closure_of(targets) {
-        let (table, counts) = solve_and_verify(TableId::new(rules, sig), &tables, &|_| {})?;
-        on_table(&table, &counts);
-        tables.insert(Arc::new(table));
-    }
-    Ok(tables)
-}

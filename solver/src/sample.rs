@@ -24,8 +24,9 @@
 //! a slice never holds the slices it reads decoded: the coordinator's memory stays bounded
 //! whatever the size of the table).
 
+use crate::error::VerifyError;
 use crate::position::{LEAVES, SlotPosition};
-use crate::verify::{Codes, Local, VerifyError, verify_slot};
+use crate::verify::{Codes, Local, verify_slot};
 use crate::verify_rules::Findings;
 use rayon::prelude::*;
 use thiserror::Error;

@@ -1,9 +1,8 @@
-//! Solving a table slice by slice: each pawn slice a job of its own ([`crate::solve_range`]),
-//! in an order in which every slice comes after the slices its pawn advances lead into, the
-//! finished parts kept in memory for the jobs after them. For tests and local use: the cluster
-//! runs the same jobs on many workers, with the parts in its store.
+//! The parts of a table solved slice by slice: each pawn slice a job of its own
+//! ([`crate::solve_range`]), in an order in which every slice comes after the slices its pawn
+//! advances lead into, the finished parts kept in memory for the jobs after them
+//! ([`SliceDeps`]), and put together into one table at the end.
 
-use crate::{JobError, Progress, SolveError, solve_and_verify_range, solve_range};
 use std::sync::Arc;
 use xiangqi::Board;
 use xqtb_core::{
@@ -81,76 +80,15 @@ impl Probe for SliceDeps<'_> {
     }
 }
 
-/// Solves table `id` slice by slice in the order `order` (positions in
-/// [`TableIndex::slices`], each once; a slice after every slice its pawn advances lead into,
-/// or the job of the first one out of order fails with [`SolveError::MissingSlice`]), each as
-/// a separate [`solve_range`] job reading the parts before it, and verifies each part when
-/// `verify` is set. Returns the whole table: the parts' codes in slot order, the padding
-/// between slices illegal like every other impossible slot. `deps` holds the tables the
-/// captures lead into.
-pub fn solve_by_slices(
-    id: TableId,
-    deps: &dyn Probe,
-    order: &[usize],
-    verify_parts: bool,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<Table, JobError> {
-    let index = TableIndex::new(id.signature);
-    let slices = index.slices();
-    let mut seen = vec![false; slices.len()];
-    for &s in order {
-        if s >= slices.len() || std::mem::replace(&mut seen[s], true) {
-            return Err(SolveError::SliceOrder {
-                table: id.signature,
-                reason: format!("slice {s} is not one of the table's or comes twice"),
-            }
-            .into());
-        }
-    }
-    if let Some(s) = seen.iter().position(|&x| !x) {
-        return Err(SolveError::SliceOrder {
-            table: id.signature,
-            reason: format!("slice {s} is missing"),
-        }
-        .into());
-    }
-    let mut done = SliceDeps::new(id, deps);
-    for &s in order {
-        let slots = slices[s].slots;
-        let part = if verify_parts {
-            solve_and_verify_range(id, slots, &done, progress)?.0
-        } else {
-            solve_range(id, slots, &done, progress)?
-        };
-        done.insert(Arc::new(part));
-    }
-    let whole = SlotRange::whole(&id.signature);
-    Ok(assemble(id, index, whole, done))
-}
-
-/// Solves the slices of `slots` (more than one, checked by the caller to be whole slices whose
-/// advances out of `slots` `deps` holds) one job each, in slot order (the most advanced first,
-/// so each comes after those its advances lead into), and returns the part of exactly `slots`.
-pub(crate) fn solve_in_slot_order(
-    id: TableId,
-    index: TableIndex,
-    slots: SlotRange,
-    deps: &dyn Probe,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<Table, SolveError> {
-    let mut done = SliceDeps::new(id, deps);
-    for slice in index.slices() {
-        if slots.start <= slice.slots.start && slice.slots.end <= slots.end {
-            done.insert(Arc::new(solve_range(id, slice.slots, &done, progress)?));
-        }
-    }
-    Ok(assemble(id, index, slots, done))
-}
-
 /// The part of exactly `slots` made of the parts of `id` in `done`: their codes in slot order,
 /// the padding between slices illegal like every other impossible slot. Each part is appended
 /// and freed in turn, so the table is not held twice.
-fn assemble(id: TableId, index: TableIndex, slots: SlotRange, mut done: SliceDeps) -> Table {
+pub(crate) fn assemble(
+    id: TableId,
+    index: TableIndex,
+    slots: SlotRange,
+    mut done: SliceDeps,
+) -> Table {
     let size = slots.len() as usize;
     let mut codes = [0, 1].map(|_| Vec::with_capacity(size));
     for part in done.parts.take_parts(&id) {

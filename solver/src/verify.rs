@@ -16,36 +16,15 @@
 //! the slices a part's advances lead into must be available there, verified before.
 
 use crate::CHUNK_SLOTS;
-use crate::Progress;
+use crate::error::VerifyError;
 use crate::position::{LEAVES, SlotPosition, prefetch};
+use crate::progress::Progress;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use thiserror::Error;
 use xiangqi::{Board, Color};
 use xqtb_core::{
-    Probe, ProbeError, RuleSet, Signature, SlotRange, Table, TableCounts, TableId, TableIndex,
-    Value,
+    Probe, ProbeError, RuleSet, SlotRange, Table, TableCounts, TableId, TableIndex, Value,
 };
-
-/// A slot whose stored value disagrees with its successors.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error(
-    "verification of {signature} failed at {side} to move, slot {slot} ({fen}): stored {stored}, successors give {expected}"
-)]
-pub struct VerifyError {
-    /// The table.
-    pub signature: Signature,
-    /// Side to move.
-    pub side: Color,
-    /// The slot.
-    pub slot: u64,
-    /// The position, when the slot holds one.
-    pub fen: String,
-    /// The value in the table.
-    pub stored: Value,
-    /// The value its successors give.
-    pub expected: Value,
-}
 
 /// Verifies every slot of `table` (a whole table or a part) against its successors, the
 /// dependency tables (and, for a part, the other slices of its table) read from `deps` under the

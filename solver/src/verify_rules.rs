@@ -26,7 +26,7 @@
 //! These checks run after the local pass has accepted every entry, so the table's illegal marks
 //! can be trusted to tell illegal moves.
 
-use crate::VerifyError;
+use crate::error::VerifyError;
 use crate::position::{LEAVES, SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::Mutex;

@@ -11,8 +11,8 @@
 
 use super::phase::{Phase, entry_of, pos_of};
 use super::roles::graph_moves;
+use crate::error::SolveError;
 use crate::position::prefetch;
-use crate::solve::SolveError;
 use crate::state::{Flags, Undecided};
 use rayon::prelude::*;
 use std::collections::BTreeMap;

@@ -11,8 +11,8 @@
 //! forced while undecided: its successors can only be decided as wins for the other side.
 
 use super::phase::{Phase, king_and_others, pop_square};
+use crate::error::SolveError;
 use crate::position::SlotPosition;
-use crate::solve::SolveError;
 use crate::state::{Flags, Undecided, Witness, is_undecided};
 use std::sync::atomic::Ordering::Relaxed;
 use xiangqi::repetition::{MoveClass, MoveClasses};

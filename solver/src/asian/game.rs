@@ -4,8 +4,8 @@
 
 use super::phase::{Phase, entry_of, pos_of};
 use super::roles::graph_moves;
+use crate::error::SolveError;
 use crate::rules::{Edge, Game, Label, SLOTS, Target};
-use crate::solve::SolveError;
 use crate::state::{Flags, Undecided};
 use rayon::prelude::*;
 use xiangqi::repetition::{MoveClass, MoveClasses};

@@ -13,8 +13,8 @@
 //! wins, written meanwhile, count as undecided).
 
 use super::phase::{IfLost, Phase, Pos, rule_value};
+use crate::error::SolveError;
 use crate::position::{SlotPosition, prefetch};
-use crate::solve::SolveError;
 use crate::state::{Flags, Undecided, Witness, is_undecided};
 use rayon::prelude::*;
 use std::collections::BTreeMap;

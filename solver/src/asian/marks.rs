@@ -6,7 +6,7 @@
 //! hold its entries.
 
 use crate::CHUNK_SLOTS;
-use crate::solve::Solver;
+use crate::retrograde::Solver;
 use rayon::prelude::*;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;

@@ -53,7 +53,9 @@ mod roles;
 mod search;
 
 use crate::capture::ExitValues;
-use crate::solve::{Progress, SolveError, Solver};
+use crate::error::SolveError;
+use crate::progress::Progress;
+use crate::retrograde::Solver;
 use crate::state::{Capture, Undecided, Unresolved};
 use marks::Marks;
 use phase::{Phase, Pos};

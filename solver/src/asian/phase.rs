@@ -4,8 +4,9 @@
 use super::marks::{MarkedSlots, Marks};
 use crate::CHUNK_SLOTS;
 use crate::capture::ExitValues;
+use crate::error::SolveError;
 use crate::position::SlotPosition;
-use crate::solve::{SolveError, Solver};
+use crate::retrograde::Solver;
 use crate::state::{Flag, Undecided, is_undecided};
 use rayon::prelude::*;
 use std::sync::atomic::AtomicU16;
