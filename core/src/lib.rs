@@ -47,7 +47,7 @@ pub use index::{
     MAX_PIECES, SCHEME_SLICED, SCHEME_WHOLE, SLICE_ALIGN, Shifts, Slice, SlotError, TableIndex,
 };
 pub use key::{JobKey, SlotRange, TableId};
-pub use rules::{RuleSet, UnknownRuleSet};
+pub use rules::{MoveReading, RuleSet, UnknownRuleSet};
 pub use signature::{Limits, Material, Signature, SignatureError, closure_of, closure_of_tables};
 pub use table::{Location, MemoryTables, Orientation, Probe, ProbeError, Table};
 pub use value::{Plies, Rule, RuleValue, Value};

@@ -1,6 +1,7 @@
 //! Rule sets: how a game that never ends is judged. Every table is solved under one rule set,
 //! which its header, its store keys and every request name.
 
+use crate::Value;
 use std::fmt;
 use thiserror::Error;
 
@@ -45,10 +46,9 @@ impl RuleSet {
     /// Whether a table with `index` is solved under this rule set one pawn slice at a time, its
     /// rule rounds counted in each slice afresh (`docs/repetition-rules.md`, round 0): the Asian
     /// rules on a table of several slices. A move from one of its slices into another (a pawn's
-    /// step forward) then reads like a capture: a rule value behind it counts as round 0
-    /// ([`crate::Value::as_exit`]), wherever the table is read one ply deep: by the solver, the
-    /// verifier, the sample check and the prober. So a table is the same however many jobs make
-    /// it. Tables with pawns numbered before slices (index scheme 1) have one slice.
+    /// step forward) then reads like a capture wherever the table is read one ply deep
+    /// ([`MoveReading`]). So a table is the same however many jobs make it. Tables with pawns
+    /// numbered before slices (index scheme 1) have one slice.
     pub fn solves_slices_apart(self, index: &crate::TableIndex) -> bool {
         self == RuleSet::Asian && index.slices().len() > 1
     }
@@ -60,6 +60,49 @@ impl RuleSet {
             2 => Some(RuleSet::Asian),
             _ => None,
         }
+    }
+}
+
+/// How a position of a table reads the values of its moves one ply deep; the one definition the
+/// solver, the verifier, the sample check and the prober share.
+///
+/// A move that stays in the part of the table solved as one (the whole table, or under
+/// [`RuleSet::solves_slices_apart`] the position's pawn slice) reads the value stored for the
+/// position it leads to. A move that leaves it, a capture into another table or a pawn's step
+/// into another slice, reads that value as an *exit*: a rule value there is a settled fact of an
+/// earlier job and counts as round 0 of the rule phase here ([`Value::as_exit`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MoveReading {
+    /// The slots of the position's slice, when the table is solved slice by slice.
+    slice: Option<crate::SlotRange>,
+}
+
+impl MoveReading {
+    /// How the position in slot `slot` of a table of `index`, solved under `rules`, reads its
+    /// moves.
+    pub fn new(rules: RuleSet, index: &crate::TableIndex, slot: u64) -> MoveReading {
+        MoveReading {
+            slice: rules
+                .solves_slices_apart(index)
+                .then(|| index.slice_span(index.slice_of(slot))),
+        }
+    }
+
+    /// The value of a non-capturing move that leads to slot `to` of the same table, whose
+    /// stored value is `stored` (for the side to move there).
+    #[inline]
+    pub fn quiet(&self, to: u64, stored: Value) -> Value {
+        match self.slice {
+            Some(s) if !(s.start <= to && to < s.end) => stored.as_exit(),
+            _ => stored,
+        }
+    }
+
+    /// The value of a move that leaves the table (a capture) or the job solving it (a pawn's
+    /// step into a slice another job solved), whose position's stored value is `stored`.
+    #[inline]
+    pub fn leaving(stored: Value) -> Value {
+        stored.as_exit()
     }
 }
 

@@ -21,8 +21,8 @@ use storage_format::store::{ShardDir, SledStore, StoreError, TableStore};
 use xiangqi::notation::{to_chinese, to_wxf};
 use xiangqi::{Board, Color, Move};
 use xqtb_core::{
-    MAX_PIECES, Material, Orientation, Probe, ProbeError, Rule, RuleSet, Signature, TableId,
-    TableIndex, Value,
+    MAX_PIECES, Material, MoveReading, Orientation, Probe, ProbeError, Rule, RuleSet, Signature,
+    TableId, TableIndex, Value,
 };
 
 /// Bytes of decompressed blocks the cache holds unless told otherwise.
@@ -83,9 +83,9 @@ struct MoveContext {
     squares: [u8; MAX_PIECES],
     /// Flat position of the piece on each canonical square.
     pos_of: [u8; 90],
-    /// The position's pawn slice, when its table is solved slice by slice
-    /// ([`RuleSet::solves_slices_apart`]): a move into another slice reads like a capture.
-    slice: Option<usize>,
+    /// How the position reads its moves (a move into another pawn slice of a table solved
+    /// slice by slice reads like a capture).
+    reading: MoveReading,
 }
 
 impl MoveContext {
@@ -102,13 +102,9 @@ impl MoveContext {
         let slot = index
             .encode(&sq[..index.piece_count()])
             .ok_or_else(|| ProbeError::Illegal("a piece stands off its legal points".into()))?;
-        let v = tb.value_at(&self.table, self.side_after, slot)?;
-        // A pawn's step into another slice of a table solved slice by slice: its rule value
-        // counts as round 0 here, as the solver and the verifier count it.
-        Ok(match self.slice {
-            Some(s) if index.slice_of(slot) != s => v.as_exit(),
-            _ => v,
-        })
+        Ok(self
+            .reading
+            .quiet(slot, tb.value_at(&self.table, self.side_after, slot)?))
     }
 }
 
@@ -558,17 +554,12 @@ impl<S: TableStore> Tablebase<S> {
         for (i, &s) in squares[..table.index.piece_count()].iter().enumerate() {
             pos_of[s as usize] = i as u8;
         }
-        let slice = match rules.solves_slices_apart(&table.index) {
-            true => {
-                let slot = table.index.encode(&squares[..table.index.piece_count()]);
-                Some(table.index.slice_of(slot.ok_or_else(|| {
-                    ProbeError::Illegal("a piece stands off its legal points".into())
-                })?))
-            }
-            false => None,
-        };
+        let slot = table
+            .index
+            .encode(&squares[..table.index.piece_count()])
+            .ok_or_else(|| ProbeError::Illegal("a piece stands off its legal points".into()))?;
         Ok(Some(MoveContext {
-            slice,
+            reading: MoveReading::new(rules, &table.index, slot),
             orientation: o,
             side_after: o.side(board.side_to_move()).opponent(),
             squares,
@@ -625,11 +616,10 @@ impl<S: TableStore> Tablebase<S> {
                     let captured = after.make(m);
                     let v = self.value_of_legal(rules, &after);
                     after.unmake(m, captured);
-                    // A capture leaves the table: another table's rule value counts as round
-                    // 0 here, as the solver and the verifier count it, so that the move list
-                    // agrees with the stored value one ply deep.
+                    // A capture leaves the table: the move list then agrees with the stored
+                    // value one ply deep, as the solver and the verifier read it.
                     if captured.is_some() {
-                        v?.1.as_exit()
+                        MoveReading::leaving(v?.1)
                     } else {
                         v?.1
                     }

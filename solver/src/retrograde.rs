@@ -21,7 +21,7 @@ use crate::state::{Capture, ILLEGAL, Unresolved, is_resolved};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use xiangqi::{Color, MoveList, Piece};
-use xqtb_core::{Probe, ProbeError, RuleSet, SlotRange, TableIndex, Value};
+use xqtb_core::{MoveReading, Probe, ProbeError, RuleSet, SlotRange, TableIndex, Value};
 
 const MAX_DTM: u16 = Value::MAX_DTM;
 
@@ -224,7 +224,7 @@ impl<'a> Solver<'a> {
                         if !leaves {
                             continue;
                         }
-                        let v = exits.after(&mut pos, m)?;
+                        let v = MoveReading::leaving(exits.after(&mut pos, m)?);
                         match v.for_mover() {
                             Value::Win(d) => best_win = best_win.min(d),
                             Value::Loss(d) => worst_loss = worst_loss.max(d),

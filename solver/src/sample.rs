@@ -272,9 +272,6 @@ fn check_with<C: Codes + ?Sized>(
         RuleSet::Asian => Some(Findings::new(table.slots().len())),
         RuleSet::CyclesAreDraws => None,
     };
-    // A whole table (or part) of several slices solved slice by slice is checked as its
-    // verifier checks it slice by slice: moves between its slices read like captures.
-    let slices_apart = Local::slices_apart(table.index(), table.rules(), table.slots());
     entries.par_chunks(ENTRIES_PER_TASK).try_for_each(|chunk| {
         let pieces = table.index().piece_list();
         let mut pos = SlotPosition::new(table.index(), &pieces, table.slots());
@@ -284,7 +281,6 @@ fn check_with<C: Codes + ?Sized>(
             found: rule_findings.as_ref(),
             terminal_rounds: 0,
             both_attack: false,
-            slices_apart,
         };
         for &(side, slot) in chunk {
             let possible = pos.load(slot, side);

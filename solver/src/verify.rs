@@ -23,7 +23,8 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use xiangqi::{Board, Color};
 use xqtb_core::{
-    Probe, ProbeError, RuleSet, SlotRange, Table, TableCounts, TableId, TableIndex, Value,
+    MoveReading, Probe, ProbeError, RuleSet, SlotRange, Table, TableCounts, TableId, TableIndex,
+    Value,
 };
 
 /// Verifies every slot of `table` (a whole table or a part) against its successors, the
@@ -155,7 +156,6 @@ pub(crate) fn verify_values(
                 found: rules,
                 terminal_rounds: 0,
                 both_attack,
-                slices_apart: false,
             };
             for slot in start..end {
                 // Both sides to move share the placement: it is set up once.
@@ -227,16 +227,6 @@ pub(crate) struct Local<'a> {
     pub(crate) terminal_rounds: u32,
     /// Both sides have a piece that can check or chase (else no side can be forced to offend).
     pub(crate) both_attack: bool,
-    /// The checked slots span several slices of a table solved slice by slice
-    /// ([`RuleSet::solves_slices_apart`]): a move from one into another reads like a capture.
-    pub(crate) slices_apart: bool,
-}
-
-impl Local<'_> {
-    /// Whether a table checked over `slots` reads its moves between slices like captures.
-    pub(crate) fn slices_apart(index: &TableIndex, rules: RuleSet, slots: SlotRange) -> bool {
-        rules.solves_slices_apart(index) && index.slices_in(slots) > 1
-    }
 }
 
 /// Verifies one entry, of job slot `slot`; `pos` holds the slot's placement with `side` to move
@@ -291,29 +281,21 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
         _ => None,
     };
     // Whether a legal move leaving the table (or part) does not lose for the mover: the rule
-    // checks' forced-to-offend test needs no probe of its own then (on KRNvKR it probed 1.2 M
-    // captures again).
+    // checks' forced-to-offend test needs no probe of its own then.
     let mut leaving_holds = false;
+    let reading = MoveReading::new(table.rules(), table.index(), at);
+    let start = table.slots().start;
     for (i, &m) in moves.iter().enumerate() {
         // A capture leaves the table, an exit the part: both are looked up in `deps`.
         let v = if slots[i] != LEAVES {
-            let v = Value::decode(next(slots[i]));
-            let start = table.slots().start;
-            let index = table.index();
-            if local.slices_apart && index.slice_of(at) != index.slice_of(start + slots[i] as u64) {
-                // Into another slice of a table solved slice by slice: as an exit.
-                v.as_exit()
-            } else {
-                v
-            }
+            reading.quiet(start + slots[i] as u64, Value::decode(next(slots[i])))
         } else {
             let after = after.get_or_insert_with(|| board.clone());
             let captured = after.make(m);
             let v = deps.probe(table.rules(), after);
             after.unmake(m, captured);
             match v {
-                // Rule values of another table or slice count as round 0 here.
-                Ok(v) => v.as_exit(),
+                Ok(v) => MoveReading::leaving(v),
                 Err(ProbeError::Illegal(_)) => Value::Illegal,
                 Err(e) => return Err(fail(format!("{} ({e})", board.fen()), Value::Illegal)),
             }

@@ -33,7 +33,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use xiangqi::repetition::{MoveClass, MoveClasses};
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
-use xqtb_core::{MAX_PIECES, Probe, ProbeError, Rule, RuleValue, Table, Value};
+use xqtb_core::{MAX_PIECES, MoveReading, Probe, ProbeError, Rule, RuleValue, Table, Value};
 
 /// Whether the side to move of `board` can only offend or lose, given that every legal move
 /// leaving the table (or part), a capture or a pawn's step into another slice, loses for it:
@@ -544,7 +544,7 @@ impl<'a> Follows<'a> {
             let value = deps.probe(table.rules(), &after);
             after.unmake(m, captured);
             match value {
-                Ok(v) if !won(v.as_exit()) => return Ok(true),
+                Ok(v) if !won(MoveReading::leaving(v)) => return Ok(true),
                 Ok(_) | Err(ProbeError::Illegal(_)) => {}
                 Err(e) => return Err(fail(table, side, slot, board, e.to_string())),
             }

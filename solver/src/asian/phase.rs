@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use std::sync::atomic::AtomicU16;
 use std::sync::atomic::Ordering::Relaxed;
 use xiangqi::{Board, Color, Move, MoveList, Square};
-use xqtb_core::{Rule, RuleValue, Value};
+use xqtb_core::{MoveReading, Rule, RuleValue, Value};
 
 /// A table entry: side to move and job slot.
 pub(super) type Pos = (Color, u64);
@@ -162,7 +162,7 @@ impl<'a> Phase<'a> {
         let v = self.exits.after(pos, m)?;
         Ok(match v {
             Value::Illegal => Value::Illegal,
-            v => v.as_exit().for_mover(),
+            v => MoveReading::leaving(v).for_mover(),
         })
     }
 
