@@ -36,28 +36,39 @@ fn side(c: Color) -> &'static str {
 
 /// What a move does, in words, naming the pieces it chases on `board` (the position after it).
 fn describe(class: &MoveClass, after: &Board) -> (String, Vec<serde_json::Value>) {
-    match class {
-        MoveClass::Idle => ("idle".into(), Vec::new()),
-        MoveClass::Check => ("check".into(), Vec::new()),
-        MoveClass::Chase(sq) => {
-            let victims: Vec<serde_json::Value> = sq
-                .iter()
-                .map(|s| {
-                    let p = after.piece_at(s).expect("a chased piece");
-                    json!({"square": s.to_string(), "piece": p.kind().name(), "color": side(p.color())})
-                })
-                .collect();
-            let names: Vec<String> = sq
-                .iter()
-                .map(|s| {
-                    format!(
-                        "{} on {s}",
-                        after.piece_at(s).expect("a piece").kind().name()
-                    )
-                })
-                .collect();
-            (format!("chase of {}", names.join(", ")), victims)
-        }
+    let sq = class.chased;
+    let victims: Vec<serde_json::Value> = sq
+        .iter()
+        .map(|s| {
+            let p = after.piece_at(s).expect("a chased piece");
+            json!({"square": s.to_string(), "piece": p.kind().name(), "color": side(p.color())})
+        })
+        .collect();
+    let names: Vec<String> = sq
+        .iter()
+        .map(|s| {
+            format!(
+                "{} on {s}",
+                after.piece_at(s).expect("a piece").kind().name()
+            )
+        })
+        .collect();
+    let text = match (class.check, names.is_empty()) {
+        (false, true) => "idle".to_string(),
+        (true, true) => "check".to_string(),
+        (false, false) => format!("chase of {}", names.join(", ")),
+        (true, false) => format!("check and chase of {}", names.join(", ")),
+    };
+    (text, victims)
+}
+
+/// The `class` of a move in the JSON output.
+fn class_name(class: &MoveClass) -> &'static str {
+    match (class.check, class.is_chase()) {
+        (false, false) => "idle",
+        (true, false) => "check",
+        (false, true) => "chase",
+        (true, true) => "check-chase",
     }
 }
 
@@ -96,7 +107,7 @@ pub fn run(args: AdjudicateArgs) -> Result<()> {
             .map(|(c, text, victims)| {
                 json!({
                     "index": c.index, "mover": side(c.mover), "iccs": c.mv.iccs(),
-                    "class": match c.class { MoveClass::Idle => "idle", MoveClass::Check => "check", MoveClass::Chase(_) => "chase" },
+                    "class": class_name(&c.class),
                     "chased": victims, "text": text,
                 })
             })

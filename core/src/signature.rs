@@ -121,6 +121,23 @@ impl Material {
             .sum()
     }
 
+    /// Whether the repetition rules can force a side to offend in this material: one side has
+    /// an attacking piece to win with, and the other a piece that can check or chase (any piece
+    /// but the king: pawns check, advisors and elephants chase). Where no side can be forced, a
+    /// table's values do not depend on the rules, but through its captures.
+    pub fn may_force_offence(&self) -> bool {
+        let others = |c: Color| {
+            PieceKind::ALL
+                .iter()
+                .filter(|&&k| k != PieceKind::King)
+                .map(|&k| self.count(c, k))
+                .sum::<u8>()
+        };
+        Color::ALL
+            .iter()
+            .any(|&c| self.attackers(c) > 0 && others(c.opponent()) > 0)
+    }
+
     /// Neither side has an attacking piece: the position is a draw whatever the placement.
     pub fn is_dead_draw(&self) -> bool {
         self.attackers(Color::Red) == 0 && self.attackers(Color::Black) == 0

@@ -783,8 +783,8 @@ impl CycleSearch {
     fn candidates(&self, current: &ProbeResult) -> Vec<MoveInfo> {
         use xiangqi::repetition::{MoveClass, classify};
         let offence = |c: MoveClass| match self.rule {
-            Rule::PerpetualCheck => c == MoveClass::Check,
-            Rule::PerpetualChase => matches!(c, MoveClass::Chase(_)),
+            Rule::PerpetualCheck => c.check,
+            Rule::PerpetualChase => c.is_chase(),
         };
         let same_trap = |v: Value, plies: u16| {
             matches!(v, Value::RuleWin(r) | Value::RuleLoss(r)

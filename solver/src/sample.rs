@@ -265,7 +265,7 @@ fn check_with<C: Codes + ?Sized>(
     entries: &[(Color, u64)],
 ) -> Result<(), Box<VerifyError>> {
     // The local pass gathers forced draws into these findings for the rule checks; with
-    // `both_attack` off it gathers none, and the findings only switch on the local pass's
+    // `may_trap` off it gathers none, and the findings only switch on the local pass's
     // treatment of rule values (positions lost by rule 0 plies away take their value from the
     // rule).
     let rule_findings = match table.rules() {
@@ -280,7 +280,7 @@ fn check_with<C: Codes + ?Sized>(
             counts: &mut counts,
             found: rule_findings.as_ref(),
             terminal_rounds: 0,
-            both_attack: false,
+            may_trap: false,
         };
         for &(side, slot) in chunk {
             let possible = pos.load(slot, side);

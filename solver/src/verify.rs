@@ -132,14 +132,7 @@ pub(crate) fn verify_values(
     // for the rule checks ([`crate::verify_rules`]).
     rules: Option<&crate::verify_rules::Findings>,
 ) -> Result<TableCounts, Box<VerifyError>> {
-    let both_attack = rules.is_some()
-        && Color::ALL.iter().all(|&c| {
-            table
-                .index()
-                .piece_list()
-                .iter()
-                .any(|p| p.color() == c && p.kind().is_attacker())
-        });
+    let may_trap = rules.is_some() && table.index().signature().material().may_force_offence();
     let size = table.slots().len();
     let chunks = size.div_ceil(CHUNK_SLOTS);
     let done = AtomicU64::new(0);
@@ -155,7 +148,7 @@ pub(crate) fn verify_values(
                 counts: &mut counts,
                 found: rules,
                 terminal_rounds: 0,
-                both_attack,
+                may_trap,
             };
             for slot in start..end {
                 // Both sides to move share the placement: it is set up once.
@@ -225,8 +218,9 @@ pub(crate) struct Local<'a> {
     /// Under the Asian rules: the rounds with a terminal position seen, a bit each (handed to
     /// `found` at the end of a chunk, not at every position).
     pub(crate) terminal_rounds: u32,
-    /// Both sides have a piece that can check or chase (else no side can be forced to offend).
-    pub(crate) both_attack: bool,
+    /// A side can be forced to offend in this material
+    /// ([`xqtb_core::Material::may_force_offence`]).
+    pub(crate) may_trap: bool,
 }
 
 /// Verifies one entry, of job slot `slot`; `pos` holds the slot's placement with `side` to move
@@ -333,7 +327,7 @@ pub(crate) fn verify_slot<C: Codes + ?Sized>(
         }
         if stored == Value::Draw
             && best == Value::Draw
-            && local.both_attack
+            && local.may_trap
             && !leaving_holds
             && crate::verify_rules::forced_to_offend(board, moves, slots, &next)
         {

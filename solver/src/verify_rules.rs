@@ -12,7 +12,8 @@
 //! 1. **Every terminal really is trapped.** For each round `k`, the terminals of round `k` and the
 //!    positions their offences lead to must form a trap against the positions decided before
 //!    round `k` (mates and earlier rounds): each terminal's every move loses outright or is an
-//!    offence (a check, or a chase of one followed piece) into the trap, and the other side can
+//!    offence (a check, or a chase of one followed piece, a check that chases it included) into
+//!    the trap, and the other side can
 //!    keep it there while making infinitely many moves that are not checks (and, for chases,
 //!    for every piece of the offender, infinitely many moves that do not chase it). Then the
 //!    offender can only offend for ever, or step into a position already lost for it.
@@ -31,21 +32,23 @@ use crate::position::{LEAVES, SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use xiangqi::repetition::{MoveClass, MoveClasses};
+use xiangqi::repetition::MoveClasses;
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
 use xqtb_core::{MAX_PIECES, MoveReading, Probe, ProbeError, Rule, RuleValue, Table, Value};
 
 /// Whether the side to move of `board` can only offend or lose, given that every legal move
 /// leaving the table (or part), a capture or a pawn's step into another slice, loses for it:
 /// every legal quiet move leads to a position lost for it, or is a move into a drawn position
-/// that is a check (every one of them), or chases one piece common to all of them. `slots` and
-/// `next` give the successors' codes of the moves that stay in the table (or part).
+/// that is a check (every one of them), or chases one piece common to all of them (checks that
+/// chase it included). `slots` and `next` give the successors' codes of the moves that stay in
+/// the table (or part).
 pub(crate) fn forced_to_offend(
     board: &Board,
     moves: &MoveList,
     slots: &[usize],
     next: &dyn Fn(usize) -> u16,
 ) -> bool {
+    // Every move into a drawn position so far is a check; the pieces every one chases.
     let mut checks = true;
     let mut chased = !0u128;
     // Moves are classified on a copy of the board (a classifier, with its own copy, cost more).
@@ -69,14 +72,9 @@ pub(crate) fn forced_to_offend(
             scratch.clone_from(board);
             MoveClasses::new(board.side_to_move())
         });
-        match classes.class(&mut scratch, m) {
-            MoveClass::Idle => return false,
-            MoveClass::Check => chased = 0,
-            MoveClass::Chase(sq) => {
-                checks = false;
-                chased &= sq.0;
-            }
-        }
+        let class = classes.class(&mut scratch, m);
+        checks &= class.check;
+        chased &= class.chased.0;
         if !checks && chased == 0 {
             return false;
         }
@@ -254,8 +252,8 @@ impl Nodes {
 #[derive(Clone, Copy)]
 struct Arc {
     to: u32,
-    /// 0 idle, 1 check, 2 chase.
-    class: u8,
+    /// The move checks.
+    check: bool,
     /// The chased pieces, by flat position in the source's stored placement.
     chased: u16,
     /// Where each piece goes: 0 when every flat position stays (pieces that are all different),
@@ -269,7 +267,7 @@ const MAX_FOLLOWS: usize = (1 << 14) - 1;
 impl Arc {
     fn pack(self) -> u64 {
         self.to as u64
-            | (self.class as u64) << 32
+            | (self.check as u64) << 32
             | (self.chased as u64) << 34
             | (self.follow as u64) << 50
     }
@@ -277,7 +275,7 @@ impl Arc {
     fn unpack(a: u64) -> Arc {
         Arc {
             to: a as u32,
-            class: (a >> 32) as u8 & 3,
+            check: (a >> 32) & 1 != 0,
             chased: (a >> 34) as u16,
             follow: (a >> 50) as u16,
         }
@@ -508,21 +506,15 @@ impl<'a> Follows<'a> {
                     scratch.clone_from(board);
                     MoveClasses::new(side)
                 });
-                let (class, chased) = match classes.class(&mut scratch, m) {
-                    MoveClass::Idle => (0, 0),
-                    MoveClass::Check => (1, 0),
-                    MoveClass::Chase(sq) => {
-                        let mut bits = 0u16;
-                        for s in sq.iter() {
-                            bits |= 1 << pos.flat_at(s);
-                        }
-                        (2, bits)
-                    }
-                };
+                let class = classes.class(&mut scratch, m);
+                let mut chased = 0u16;
+                for s in class.chased.iter() {
+                    chased |= 1 << pos.flat_at(s);
+                }
                 out.push(
                     Arc {
                         to,
-                        class,
+                        check: class.check,
                         chased,
                         follow: self.of(side, slot, &src, m, q)?,
                     }
@@ -753,7 +745,10 @@ impl Net {
 
     /// Forward sweeps to the least fixed point: the states of `y` from which the winner can
     /// force a move meeting the condition (no check, or not chasing the followed offender
-    /// piece `cond`, which the states then also follow) while the play stays in `y`.
+    /// piece `cond`, which the states then also follow) while the play stays in `y`. Against a
+    /// perpetual chase the condition "not chasing `cond`" is also met where the winner can hold
+    /// the offender to checks for ever (a perpetual checker, against whom chasing is allowed)
+    /// while making moves that are no checks again and again ([`Net::held_to_checks`]).
     fn forced_good(
         &self,
         winner: Color,
@@ -762,99 +757,208 @@ impl Net {
         victims: &[Option<usize>],
         cond: Option<usize>,
     ) -> Bits {
-        let n = self.len();
-        let nv = victims.len();
-        // Extended states: (node, victim index, followed offender piece's flat position); when
-        // pieces never change flat positions the followed piece is `cond` throughout.
-        let moving = !self.follows.is_empty();
-        let nu = if cond.is_some() && moving {
-            self.pieces.len()
-        } else {
-            1
+        let space = Space::new(self, y, victims, cond);
+        let offence = |a: &Arc, v: usize| match (rule, victims[v]) {
+            (Rule::PerpetualCheck, _) => a.check,
+            (Rule::PerpetualChase, Some(f)) => a.chased & (1 << f) != 0,
+            _ => false,
         };
-        let flat_u = |u: usize| if nu == 1 { cond.unwrap_or(0) } else { u };
-        let idx = |node: usize, v: usize, u: usize| (node * nv + v) * nu + u;
-        let mut won = Bits::new(n * nv * nu);
-        let next_v = |a: &Arc, v: usize| -> Option<usize> {
-            match victims[v] {
-                None => Some(v),
-                Some(f) => {
-                    let g = self.follow(a, f);
-                    victims.iter().position(|&x| x == Some(g))
+        let good = |a: &Arc, u: usize| match cond {
+            None => !a.check,
+            Some(_) => a.chased & (1 << space.flat_u(u)) == 0,
+        };
+        let mut won = self.sweep(
+            winner,
+            &space,
+            Bits::new(space.states()),
+            |a, u, t, won| (good(a, u) && space.in_y(t)) || won.contains(t),
+            |a, v, t, won| offence(a, v) && won.contains(t),
+        );
+        if rule == Rule::PerpetualChase && cond.is_some() {
+            loop {
+                let held = self.held_to_checks(winner, &space, &won, &offence);
+                if (0..space.states()).all(|x| !held.contains(x) || won.contains(x)) {
+                    break;
                 }
+                for x in (0..space.states()).filter(|&x| held.contains(x)) {
+                    won.insert(x);
+                }
+                won = self.sweep(
+                    winner,
+                    &space,
+                    won,
+                    |_, _, t, won| won.contains(t),
+                    |a, v, t, won| offence(a, v) && won.contains(t),
+                );
             }
-        };
-        let next_u = |a: &Arc, u: usize| if nu == 1 { 0 } else { self.follow(a, u) };
+        }
+        space.project(&won)
+    }
+
+    /// The states from which the winner, staying in `y`, can hold the offender to checks (its
+    /// other offences leading only into `won`) while making a move that is no check again and
+    /// again: the greatest set `Z` such that from each of its states the winner can force the
+    /// play into `won`, or to a winner's move that is no check into `Z`.
+    fn held_to_checks(
+        &self,
+        winner: Color,
+        space: &Space,
+        won: &Bits,
+        offence: &impl Fn(&Arc, usize) -> bool,
+    ) -> Bits {
+        let mut z = Bits::new(space.states());
+        for x in (0..space.states()).filter(|&x| space.in_y(x)) {
+            z.insert(x);
+        }
+        loop {
+            let forced = self.sweep(
+                winner,
+                space,
+                won.clone(),
+                |a, _, t, now| (!a.check && (z.contains(t) || won.contains(t))) || now.contains(t),
+                |a, v, t, now| {
+                    offence(a, v)
+                        && if a.check {
+                            now.contains(t)
+                        } else {
+                            won.contains(t)
+                        }
+                },
+            );
+            if forced == z {
+                return z;
+            }
+            z = forced;
+        }
+    }
+
+    /// Sweeps forward to the least fixed point over the states of `space`, from `won`: a
+    /// winner's state of `y` joins when one of its arcs is one `winner_ok(arc, followed piece,
+    /// target state, won)` accepts; an offender's (without an escape and with an arc) when every
+    /// arc is one `offender_ok(arc, victim, target state, won)` accepts. Arcs whose followed
+    /// victim or piece is lost lead nowhere.
+    fn sweep(
+        &self,
+        winner: Color,
+        space: &Space,
+        mut won: Bits,
+        winner_ok: impl Fn(&Arc, usize, usize, &Bits) -> bool,
+        offender_ok: impl Fn(&Arc, usize, usize, &Bits) -> bool,
+    ) -> Bits {
         loop {
             let mut changed = false;
             for (node, arcs, escapes) in self.each_node() {
                 let offender = self.side(node) != winner;
-                for (v, &victim) in victims.iter().enumerate() {
-                    if !y.contains(node * nv + v) {
+                for v in 0..space.nv {
+                    if !space.y.contains(node * space.nv + v) {
                         continue;
                     }
-                    for u in 0..nu {
-                        if won.contains(idx(node, v, u)) {
+                    for u in 0..space.nu {
+                        let x = space.idx(node, v, u);
+                        if won.contains(x) {
                             continue;
                         }
+                        let target = |a: &Arc| space.target(self, a, v, u);
                         let ok = if !offender {
-                            arcs.clone().any(|a| {
-                                let Some(v2) = next_v(&a, v) else {
-                                    return false;
-                                };
-                                let t = a.to as usize;
-                                if !y.contains(t * nv + v2) {
-                                    return false;
-                                }
-                                let good = match cond {
-                                    None => a.class != 1,
-                                    Some(_) => !(a.class == 2 && a.chased & (1 << flat_u(u)) != 0),
-                                };
-                                good || won.contains(idx(t, v2, next_u(&a, u)))
-                            })
+                            arcs.clone()
+                                .any(|a| target(&a).is_some_and(|t| winner_ok(&a, u, t, &won)))
                         } else {
                             !escapes
                                 && arcs.clone().next().is_some()
                                 && arcs.clone().all(|a| {
-                                    let offence = match (rule, victim) {
-                                        (Rule::PerpetualCheck, _) => a.class == 1,
-                                        (Rule::PerpetualChase, Some(f)) => {
-                                            a.class == 2 && a.chased & (1 << f) != 0
-                                        }
-                                        _ => false,
-                                    };
-                                    if !offence {
-                                        return false;
-                                    }
-                                    let Some(v2) = next_v(&a, v) else {
-                                        return false;
-                                    };
-                                    let t = a.to as usize;
-                                    y.contains(t * nv + v2)
-                                        && won.contains(idx(t, v2, next_u(&a, u)))
+                                    target(&a).is_some_and(|t| offender_ok(&a, v, t, &won))
                                 })
                         };
                         if ok {
-                            won.insert(idx(node, v, u));
+                            won.insert(x);
                             changed = true;
                         }
                     }
                 }
             }
             if !changed {
-                break;
+                return won;
             }
         }
-        // States are won only inside `y`.
-        match cond {
-            Some(u) if nu > 1 => {
-                let mut out = Bits::new(n * nv);
-                for s in (0..n * nv).filter(|&s| won.contains(s * nu + u)) {
+    }
+}
+
+/// The states of one of [`Net::forced_good`]'s fixed points: (node, victim index, followed
+/// offender piece's flat position); when pieces never change flat positions the followed piece
+/// is the condition's throughout, and one state per (node, victim) suffices.
+struct Space<'a> {
+    y: &'a Bits,
+    victims: &'a [Option<usize>],
+    cond: Option<usize>,
+    nv: usize,
+    nu: usize,
+    nodes: usize,
+}
+
+impl<'a> Space<'a> {
+    fn new(net: &Net, y: &'a Bits, victims: &'a [Option<usize>], cond: Option<usize>) -> Self {
+        let moving = !net.follows.is_empty();
+        Space {
+            y,
+            victims,
+            cond,
+            nv: victims.len(),
+            nu: if cond.is_some() && moving {
+                net.pieces.len()
+            } else {
+                1
+            },
+            nodes: net.len(),
+        }
+    }
+
+    fn states(&self) -> usize {
+        self.nodes * self.nv * self.nu
+    }
+
+    fn idx(&self, node: usize, v: usize, u: usize) -> usize {
+        (node * self.nv + v) * self.nu + u
+    }
+
+    /// The followed piece's flat position in state component `u`.
+    fn flat_u(&self, u: usize) -> usize {
+        if self.nu == 1 {
+            self.cond.unwrap_or(0)
+        } else {
+            u
+        }
+    }
+
+    /// Whether the state `x`'s (node, victim) is in `y`.
+    fn in_y(&self, x: usize) -> bool {
+        self.y.contains(x / self.nu)
+    }
+
+    /// The state arc `a` leads to from the state with victim index `v` and followed piece `u`.
+    fn target(&self, net: &Net, a: &Arc, v: usize, u: usize) -> Option<usize> {
+        let v2 = match self.victims[v] {
+            None => v,
+            Some(f) => {
+                let g = net.follow(a, f);
+                self.victims.iter().position(|&x| x == Some(g))?
+            }
+        };
+        let u2 = if self.nu == 1 { 0 } else { net.follow(a, u) };
+        Some(self.idx(a.to as usize, v2, u2))
+    }
+
+    /// The states of (node, victim) whose followed piece is the condition's own: the fixed
+    /// point as a set over (node, victim).
+    fn project(&self, won: &Bits) -> Bits {
+        match self.cond {
+            Some(u) if self.nu > 1 => {
+                let mut out = Bits::new(self.nodes * self.nv);
+                for s in (0..self.nodes * self.nv).filter(|&s| won.contains(s * self.nu + u)) {
                     out.insert(s);
                 }
                 out
             }
-            _ => won,
+            _ => won.clone(),
         }
     }
 }

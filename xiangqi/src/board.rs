@@ -44,6 +44,13 @@ fn between(a: u8, b: u8) -> Option<u128> {
     })
 }
 
+/// Whether a piece of this kind can give check (advisors and elephants never reach the other
+/// palace).
+#[inline]
+fn gives_check(kind: PieceKind) -> bool {
+    !matches!(kind, PieceKind::Advisor | PieceKind::Elephant)
+}
+
 /// A Xiangqi position: where every piece stands and whose turn it is.
 ///
 /// A board built by [`crate::fen`] parsing or checked with [`crate::fen::validate`] has exactly one king a
@@ -247,28 +254,41 @@ impl Board {
                 .any(|(from, _)| self.cells[from as usize] == elephant)
     }
 
-    /// Whether a chariot, horse or cannon of `by` has a pseudo-legal capture on `s`, which holds
-    /// a piece of the other side: the attacks that can threaten to win a piece
-    /// ([`crate::repetition`]). Read from `by`'s few pieces, which is much cheaper than
+    /// Whether a piece of `by` that can threaten to win a piece (a chariot, horse, cannon,
+    /// advisor or elephant, see [`crate::repetition`]) has a pseudo-legal capture on `s`, which
+    /// holds a piece of the other side. Read from `by`'s few pieces, which is much cheaper than
     /// [`Board::is_attacked`]'s walk along every ray out of `s` on the sparse boards of endgames.
-    pub(crate) fn attacked_by_capturer(&self, s: u8, by: Color) -> bool {
-        self.attacked_from_pieces(s, by, |kind| {
-            matches!(kind, PieceKind::Rook | PieceKind::Horse | PieceKind::Cannon)
-        })
+    pub(crate) fn attacked_by_chaser(&self, s: u8, by: Color) -> bool {
+        self.attackers::<true>(s, by, |kind| {
+            !matches!(kind, PieceKind::King | PieceKind::Pawn)
+        }) != 0
     }
 
     /// [`Board::in_check`] read from the attacking side's pieces, like
-    /// [`Board::attacked_by_capturer`]: the same answer, cheaper on sparse boards.
+    /// [`Board::attacked_by_chaser`]: the same answer, cheaper on sparse boards.
     pub(crate) fn in_check_from_pieces(&self, color: Color) -> bool {
-        self.attacked_from_pieces(self.kings[color.index()], color.opponent(), |_| true)
+        self.attackers::<true>(self.kings[color.index()], color.opponent(), gives_check) != 0
     }
 
-    /// Whether a piece of `by` whose kind `kinds` accepts attacks `s` as [`Board::is_attacked`]
-    /// means it (advisors and elephants never reach a square that matters).
+    /// The squares of the pieces that give `color`'s king check (the enemy king facing it on
+    /// an open file included).
+    pub(crate) fn checkers(&self, color: Color) -> u128 {
+        self.attackers::<false>(self.kings[color.index()], color.opponent(), gives_check)
+    }
+
+    /// The squares of `by`'s pieces of a kind `kinds` accepts that can capture on `s`: for the
+    /// king, facing `s` on an open file (what matters when `s` holds the other king); for the
+    /// others, a pseudo-legal capture. With `FIRST`, stops at the first one found.
     #[inline]
-    fn attacked_from_pieces(&self, s: u8, by: Color, kinds: impl Fn(PieceKind) -> bool) -> bool {
+    fn attackers<const FIRST: bool>(
+        &self,
+        s: u8,
+        by: Color,
+        kinds: impl Fn(PieceKind) -> bool,
+    ) -> u128 {
         let all = self.occ[0] | self.occ[1];
         let mut own = self.occ[by.index()];
+        let mut found = 0u128;
         while own != 0 {
             let a = own.trailing_zeros() as u8;
             own &= own - 1;
@@ -303,13 +323,19 @@ impl Board {
                 PieceKind::Pawn => PAWN_FROM[by.index()][s as usize]
                     .iter()
                     .any(|(from, _)| from == a),
-                PieceKind::Advisor | PieceKind::Elephant => false,
+                PieceKind::Advisor => ADVISOR_STEPS[a as usize].iter().any(|(to, _)| to == s),
+                PieceKind::Elephant => ELEPHANT_STEPS[a as usize]
+                    .iter()
+                    .any(|(to, eye)| to == s && self.cells[eye as usize] == EMPTY),
             };
             if attacks {
-                return true;
+                found |= bit(a);
+                if FIRST {
+                    return found;
+                }
             }
         }
-        false
+        found
     }
 
     /// Plays `m` (which must be pseudo-legal) and returns the captured piece.
@@ -753,9 +779,7 @@ mod tests {
                 let mut captures = 0u128;
                 for (sq, p) in b.pieces() {
                     let kind = p.kind();
-                    if p.color() == by
-                        && matches!(kind, PieceKind::Rook | PieceKind::Horse | PieceKind::Cannon)
-                    {
+                    if p.color() == by && !matches!(kind, PieceKind::King | PieceKind::Pawn) {
                         let mut moves = MoveList::new();
                         b.piece_pseudo_moves(sq, &mut moves);
                         for m in moves.iter().filter(|m| !b.is_empty(m.to())) {
@@ -774,7 +798,7 @@ mod tests {
                     tested += 1;
                     let s = sq.index() as u8;
                     assert_eq!(
-                        b.attacked_by_capturer(s, by),
+                        b.attacked_by_chaser(s, by),
                         captures & bit(s) != 0,
                         "{b:?}: {by:?} on {sq:?} ({p:?})"
                     );

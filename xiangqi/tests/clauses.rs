@@ -15,7 +15,7 @@
 //! Coordinates: files `a`..`i` from Red's left, ranks `0`..`9` from Red's side; FEN rows run
 //! from rank 9 down to rank 0.
 
-use xiangqi::repetition::{Adjudication, MoveClass, Offence, Verdict, adjudicate};
+use xiangqi::repetition::{Adjudication, Offence, Verdict, adjudicate};
 use xiangqi::{Board, Color, parse_fen};
 
 /// Plays `moves` (ICCS, space separated) from `fen` and adjudicates them, after checking that
@@ -57,12 +57,13 @@ fn judge(fen: &str, moves: &str) -> Adjudication {
 fn classes(a: &Adjudication) -> Vec<String> {
     a.cycle
         .iter()
-        .map(|c| match c.class {
-            MoveClass::Idle => "idle".to_string(),
-            MoveClass::Check => "check".to_string(),
-            MoveClass::Chase(s) => {
-                let squares: Vec<String> = s.iter().map(|q| q.to_string()).collect();
-                format!("chase {}", squares.join(" "))
+        .map(|c| {
+            let squares: Vec<String> = c.class.chased.iter().map(|q| q.to_string()).collect();
+            match (c.class.check, squares.is_empty()) {
+                (false, true) => "idle".to_string(),
+                (true, true) => "check".to_string(),
+                (false, false) => format!("chase {}", squares.join(" ")),
+                (true, false) => format!("check chase {}", squares.join(" ")),
             }
         })
         .collect()
@@ -579,6 +580,128 @@ fn clause_11_mutual_perpetual_chase_is_a_draw() {
     );
     assert_eq!(a.verdict, Verdict::Draw);
     assert_rotation_invariant(fen, moves, Verdict::Draw);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 12-16. The readings of issue 43: what a new threat is, and who may threaten
+// ---------------------------------------------------------------------------------------------
+
+/// Clause 12, a move judged two ways takes the forbidden reading: a check that also makes a
+/// new threat chases too, so a side whose every move chases one piece, some of them while
+/// checking, perpetually chases it.
+///
+/// Source: Fairy-Stockfish's test "Discovered and anti-discovered chase by cannon"
+/// (`tests/data/fsf-repetitions.tsv`, FSF-05: Red loses).
+///
+/// Position `5k3/9/9/5C3/5c3/5C3/9/9/5p3/4K4 w`: Red K e0, cannons f6 and f4; Black k f9, c f5,
+/// p f1. Red's cannon leaves f4 (the f6 cannon, over the black cannon, now hits the unprotected
+/// crossed pawn on f1) and comes back (a check over its partner on f6, while again the f6
+/// cannon's screen for the pawn): every Red move chases the pawn, one of them checking.
+#[test]
+fn clause_12_a_check_that_chases_is_a_chase() {
+    let fen = "5k3/9/9/5C3/5c3/5C3/9/9/5p3/4K4 w";
+    let moves = "f4d4 f5d5 d4f4 d5f5";
+    let a = judge(fen, moves);
+    assert_eq!(classes(&a), ["chase f1", "idle", "check chase f1", "idle"]);
+    assert_eq!(a.offences, [Offence::PerpetualChase, Offence::None]);
+    assert_eq!(a.verdict, loses(Color::Red, Offence::PerpetualChase));
+    assert_rotation_invariant(fen, moves, a.verdict);
+}
+
+/// Clause 13, a threat that a check held in suspense is no new threat: a king stepping out of
+/// check does not chase a piece its side attacked all along.
+///
+/// Source: issue 43's example (Fairy-Stockfish rules it a draw); H. G. Muller on the AXF rules
+/// (Fairy-Stockfish issue 55): "attacks that existed before never count as chases, even when
+/// they temporarily were not legal because a check has to be resolved first".
+///
+/// Position `4k4/8R/9/9/9/9/9/9/r3A4/5K3 w`: Red K f0, R i8, advisor e1; Black k e9, r a1.
+/// Red checks with the rook and its advisor runs between e1 and d2; Black's rook follows the
+/// advisor, and its king steps out of each check: the rook's attack on the advisor, held in
+/// suspense by the check, is no new threat then. Red checks and idles, Black chases and idles:
+/// a draw.
+#[test]
+fn clause_13_a_threat_held_by_a_check_is_not_new() {
+    let fen = "4k4/8R/9/9/9/9/9/9/r3A4/5K3 w";
+    let moves = "i8i9 e9e8 e1d2 a1a2 i9i8 e8e9 d2e1 a2a1";
+    let a = judge(fen, moves);
+    assert_eq!(
+        classes(&a),
+        [
+            "check", "idle", "idle", "chase d2", "check", "idle", "idle", "chase e1"
+        ]
+    );
+    assert_eq!(a.verdict, Verdict::Draw);
+    assert_rotation_invariant(fen, moves, Verdict::Draw);
+}
+
+/// Clause 14, the chased piece is followed whoever attacks it: a threat by another piece on a
+/// piece already threatened is a new threat.
+///
+/// Source: issue 43 ("when a retreating horse becomes the screen of a cannon that then attacks
+/// the chariot the horse had attacked, the chase of that chariot goes on"); rule book rule 15
+/// ("one or two cannons cannot perpetually chase a rook"), diagram 24 (two cannons take turns).
+/// Fairy-Stockfish rules this cycle a loss for Red too.
+///
+/// Position `3k5/9/4r4/9/3N5/9/9/9/9/4CK3 w`: Red K f0, C e0, N d5; Black k d9, r e7. The horse
+/// attacks the chariot from d5; stepping back to e3 it becomes the cannon's screen, and the
+/// cannon attacks the chariot; back on d5 the horse attacks it again. Every Red move threatens
+/// the chariot anew, by another piece: a perpetual chase. Black's king only shuffles.
+#[test]
+fn clause_14_the_chased_piece_is_followed_whoever_attacks_it() {
+    let fen = "3k5/9/4r4/9/3N5/9/9/9/9/4CK3 w";
+    let moves = "d5e3 d9d8 e3d5 d8d9";
+    let a = judge(fen, moves);
+    assert_eq!(classes(&a), ["chase e7", "idle", "chase e7", "idle"]);
+    assert_eq!(a.verdict, loses(Color::Red, Offence::PerpetualChase));
+    assert_rotation_invariant(fen, moves, a.verdict);
+}
+
+/// Clause 15, advisors and elephants threaten like any other piece: only the king and pawns may
+/// chase for ever. A chariot attacked by an elephant (worth less) is threatened, protected or
+/// not.
+///
+/// Source: rule book rules 28 and 29 (the king, and pawns, "can perpetually chase"; no other
+/// piece is named); Fairy-Stockfish's chasing tests (`fsf-repetitions.tsv`, FSF-12: Black
+/// loses).
+///
+/// Position `4k4/9/4b4/2c2nR2/9/9/9/9/9/3K5 w`: Red K d0, R g6; Black k e9, elephant e7,
+/// c c6, n f6. The black horse steps from f6 to g8 and back: from g8 it opens the elephant's
+/// eye, and the elephant attacks the chariot on g5; back on f6 it is the screen over which the
+/// cannon attacks the chariot on g6. Every Black move threatens the chariot: Black chases it
+/// perpetually and loses (Red's rook chases only on one move of two).
+#[test]
+fn clause_15_advisors_and_elephants_chase() {
+    let fen = "4k4/9/4b4/2c2nR2/9/9/9/9/9/3K5 w";
+    let moves = "g6g5 f6g8 g5g6 g8f6";
+    let a = judge(fen, moves);
+    assert_eq!(classes(&a), ["idle", "chase g5", "chase c6", "chase g6"]);
+    assert_eq!(a.verdict, loses(Color::Black, Offence::PerpetualChase));
+    assert_rotation_invariant(fen, moves, a.verdict);
+}
+
+/// Clause 16, a move that defends chases only with the attacks it makes itself: a threat that
+/// arises only because the defence happens to take a victim's protection away is not a chase.
+///
+/// Source: rule book rule 26 and diagram 61 (Red's elephant moves as the cannon's mount so
+/// that the cannon keeps attacking the black chariot; Black's horse answers by blocking: "Red
+/// has to change the move"), rule 19 with diagrams 39-41 ("because the Black Rook doesn't move,
+/// it is not considered as a perpetual chase").
+///
+/// Position `3akab2/9/4b4/r3p4/p1p6/4P4/P1P6/NCr1B1nC1/4A4/R2AK1B2 w` (diagram 61). Each of
+/// Black's horse moves blocks the cannon's line to its chariot, or takes the mount away, and in
+/// doing so leaves the red cannon on b2, which the black chariot attacks, without its
+/// protector: a defence, not a chase. (The horse's step to h4 also opens the chariot's line to
+/// the red cannon on h2, an attack the move makes itself: a chase, but of another piece on one
+/// move only.)
+#[test]
+fn clause_16_a_defence_does_not_chase_by_taking_protection_away() {
+    let fen = "3akab2/9/4b4/r3p4/p1p6/4P4/P1P6/NCr1B1nC1/4A4/R2AK1B2 w";
+    let moves = "e2g4 g2h4 g4e2 h4g2";
+    let a = judge(fen, moves);
+    assert_eq!(classes(&a), ["chase c2", "chase h2", "chase c2", "idle"]);
+    assert_eq!(a.verdict, loses(Color::Red, Offence::PerpetualChase));
+    assert_rotation_invariant(fen, moves, a.verdict);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,11 +15,12 @@ use crate::error::SolveError;
 use crate::position::SlotPosition;
 use crate::state::{Flags, Undecided, Witness, is_undecided};
 use std::sync::atomic::Ordering::Relaxed;
-use xiangqi::repetition::{MoveClass, MoveClasses};
+use xiangqi::repetition::{MoveClasses, gives_check};
 use xiangqi::{Color, MoveList};
 
 /// Whether the side to move of the loaded position (undecided, its captures and exits all
-/// losing) is forced to offend. When it is, the positions its moves into undecided positions
+/// losing) is forced to offend: every move into an undecided position is a check, or every one
+/// chases one same piece (a check that chases it too counts). When it is, the positions its moves into undecided positions
 /// lead to are flagged [`Flags::REACHED`]. Also returns a witness for the loss levels (`None`
 /// for none): the slot of a move into an undecided position. `moves` and `open` are scratch
 /// space.
@@ -44,8 +45,14 @@ fn forced(
     // The positions its moves into undecided positions lead to (decided successors are wins
     // for the opponent, or this position would be decided).
     open.clear();
+    // Whether every move so far is a check, and the pieces every one chases. While every move
+    // is a check the side is forced to check whatever its checks chase, so a check's chases are
+    // looked at only once a move that is no check turns up (`unclassified`: the checks before,
+    // by their index in `moves`).
     let mut checks = true;
     let mut chased = !0u128;
+    let mut unclassified = [0u8; xiangqi::MAX_MOVES];
+    let mut n_unclassified = 0;
     // Classified on the position's own board: a classifier's copy of it would cost more than
     // the classes of most positions' one or two moves.
     let mut classes = MoveClasses::new(side);
@@ -65,15 +72,19 @@ fn forced(
             continue;
         }
         open.push(q);
-        match classes.class(&mut pos.board, m) {
-            MoveClass::Check => chased = 0,
-            MoveClass::Chase(sq) => {
-                checks = false;
-                chased &= sq.0;
-            }
-            MoveClass::Idle => return (false, Some(q as u64)),
+        if checks && gives_check(&mut pos.board, m) {
+            unclassified[n_unclassified] = (next - 1) as u8;
+            n_unclassified += 1;
+            continue;
         }
-        if !checks && chased == 0 {
+        if checks {
+            checks = false;
+            for &i in &unclassified[..n_unclassified] {
+                chased &= classes.class(&mut pos.board, moves[i as usize]).chased.0;
+            }
+        }
+        chased &= classes.class(&mut pos.board, m).chased.0;
+        if chased == 0 {
             return (false, Some(q as u64));
         }
     }

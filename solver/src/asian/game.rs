@@ -8,7 +8,7 @@ use crate::error::SolveError;
 use crate::rules::{Edge, Game, Label, SLOTS, Target};
 use crate::state::{Flags, Undecided};
 use rayon::prelude::*;
-use xiangqi::repetition::{MoveClass, MoveClasses};
+use xiangqi::repetition::MoveClasses;
 use xiangqi::{Color, Move, Square};
 use xqtb_core::MAX_PIECES;
 
@@ -20,21 +20,15 @@ pub(super) struct TableGame {
     size: u64,
     escapes: Vec<bool>,
     start: Vec<u32>,
-    /// Packed moves: target node (bits 0-31), class (bits 32-33: 0 idle, 1 check, 2 chase),
-    /// chased slots (bits 34-49), slot map (bits 50-63, index into `maps` plus one, 0 for
-    /// none).
+    /// Packed moves: target node (bits 0-31), check (bit 32), chased slots (bits 34-49), slot
+    /// map (bits 50-63, index into `maps` plus one, 0 for none).
     moves: Vec<u64>,
     maps: Vec<[u8; SLOTS]>,
 }
 
 impl TableGame {
     fn pack(to: u32, label: Label, map: u64) -> u64 {
-        let (kind, bits) = match label {
-            Label::Idle => (0u64, 0u64),
-            Label::Check => (1, 0),
-            Label::Chase(b) => (2, b as u64),
-        };
-        to as u64 | kind << 32 | bits << 34 | map << 50
+        to as u64 | (label.check as u64) << 32 | (label.chase as u64) << 34 | map << 50
     }
 
     pub(super) fn build(phase: &Phase, entries: Vec<u64>) -> Result<TableGame, SolveError> {
@@ -74,18 +68,15 @@ impl TableGame {
                                 scratch.clone_from(&pos.board);
                                 MoveClasses::new(side)
                             });
-                            let label = match classes.class(&mut scratch, m) {
-                                MoveClass::Check => Label::Check,
-                                MoveClass::Idle => Label::Idle,
-                                MoveClass::Chase(sq) => {
-                                    let mut bits = 0u16;
-                                    for sq in sq.iter() {
-                                        let flat = pos.flat_at(sq) as u8;
-                                        let after = map_slots.map_or(flat, |m| m[flat as usize]);
-                                        bits |= 1 << after;
-                                    }
-                                    Label::Chase(bits)
-                                }
+                            let class = classes.class(&mut scratch, m);
+                            let mut chase = 0u16;
+                            for sq in class.chased.iter() {
+                                let flat = pos.flat_at(sq) as u8;
+                                chase |= 1 << map_slots.map_or(flat, |m| m[flat as usize]);
+                            }
+                            let label = Label {
+                                check: class.check,
+                                chase,
                             };
                             let map = match map_slots {
                                 Some(ms) if ms.iter().enumerate().any(|(i, &j)| i as u8 != j) => {
@@ -142,10 +133,9 @@ impl Game for TableGame {
     }
     fn edge(&self, n: usize, i: usize) -> Edge {
         let x = self.moves[self.start[n] as usize + i];
-        let label = match (x >> 32) & 3 {
-            0 => Label::Idle,
-            1 => Label::Check,
-            _ => Label::Chase(((x >> 34) & 0xFFFF) as u16),
+        let label = Label {
+            check: (x >> 32) & 1 != 0,
+            chase: ((x >> 34) & 0xFFFF) as u16,
         };
         let map = (x >> 50) as usize;
         Edge {

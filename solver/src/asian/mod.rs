@@ -100,17 +100,6 @@ fn capture_exits(phase: &Phase) -> Result<BTreeMap<u16, Vec<Pos>>, SolveError> {
     Ok(pending)
 }
 
-/// Whether a side of the table can be forced to offend: each side has a piece that can check or
-/// chase (a chariot, horse, cannon or pawn).
-fn may_have_traps(index: &xqtb_core::TableIndex) -> bool {
-    Color::ALL.iter().all(|&side| {
-        index
-            .piece_list()
-            .iter()
-            .any(|p| p.color() == side && p.kind().is_attacker())
-    })
-}
-
 /// Whether any table `deps` holds in memory for this table's captures has a rule value (or the
 /// dependencies are not in memory, so it cannot be told), or the job has exits (pawn advances
 /// into slices outside it: a `Probe` does not hand out parts to look into, so they may).
@@ -151,7 +140,7 @@ pub(crate) fn decide(
         });
     }
     let index = solver.index;
-    let traps = may_have_traps(index);
+    let traps = index.signature().material().may_force_offence();
     let exits = dependencies_may_have_rule_values(solver, deps);
     if !traps && !exits {
         // No side can be forced to offend and no capture leads to a rule-decided position:

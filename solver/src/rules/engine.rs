@@ -15,7 +15,8 @@
 //!   `Y` or any move into `Z`; offender nodes whose every move is a win for `W` or a check into
 //!   `Z` (a Büchi condition: the winner plays non-checking moves infinitely often);
 //! - perpetual-chase trap for winner `W` and a followed victim `v` of `W`: the same over nodes
-//!   paired with `v`'s slot, the offender's moves being chases of `v`, and the winner's condition
+//!   paired with `v`'s slot, the offender's moves being chases of `v` (checks that chase `v`
+//!   included), and the winner's condition
 //!   generalised: infinitely often a non-check, and for every followed piece `u` of the offender,
 //!   infinitely often a move that does not chase `u` (so the winner is neither a perpetual
 //!   checker nor a perpetual chaser).
@@ -57,9 +58,7 @@ fn chased_slots<G: Game>(g: &G, side: Color) -> u16 {
     for n in 0..g.nodes() {
         if g.side(n) == side {
             for e in g.edges(n) {
-                if let Label::Chase(b) = e.label {
-                    bits |= b;
-                }
+                bits |= e.label.chase;
             }
         }
     }
@@ -78,7 +77,7 @@ fn chased_slots<G: Game>(g: &G, side: Color) -> u16 {
         for m in &maps {
             let e = Edge {
                 to: Target::Outcome(Outcome::Draw),
-                label: Label::Idle,
+                label: Label::IDLE,
                 slots: Some(*m),
             };
             for i in 0..SLOTS as u8 {
@@ -190,10 +189,8 @@ impl<G: Game> Arena<'_, G> {
     /// Whether an offender move stays in the trap for the victim with index `vi`.
     fn offends(&self, e: &Edge, vi: usize, offence: Offence) -> bool {
         match offence {
-            Offence::Check => e.label == Label::Check,
-            Offence::Chase => {
-                matches!(e.label, Label::Chase(b) if b & (1 << e.track(self.victims[vi])) != 0)
-            }
+            Offence::Check => e.label.check,
+            Offence::Chase => e.label.chases(e.track(self.victims[vi])),
         }
     }
 
@@ -215,7 +212,7 @@ impl<G: Game> Arena<'_, G> {
                     Condition::NotChasing => pieces.iter().map(|&u| Some(u)).collect(),
                 };
                 for u in us {
-                    let z = self.attractor(&y, offence, cond, u, pieces);
+                    let z = self.condition(&y, offence, cond, u, pieces);
                     for (k, z) in keep.iter_mut().zip(z) {
                         *k &= z;
                     }
@@ -228,11 +225,13 @@ impl<G: Game> Arena<'_, G> {
         }
     }
 
-    /// The states of `y` from which the winner can force a move meeting `cond` into `y` while
-    /// staying in `y`. With a followed offender piece `u` (its slot at each state), the states
-    /// are extended with that slot; a base state is kept when its extension with `u` as given
-    /// is won.
-    fn attractor(
+    /// The states of `y` from which the winner can meet `cond` (for the followed offender piece
+    /// `u`) while the play stays in `y`: force a move meeting it into `y`. In a chase trap the
+    /// offender may also check (a check that chases the victim); an offender that from some
+    /// point on only checks is a perpetual checker, against whom the winner may chase for ever,
+    /// so there `cond` = not chasing `u` is met too when the winner can keep the offender to
+    /// checks from some point on and make a move that is no check again and again.
+    fn condition(
         &self,
         y: &[bool],
         offence: Offence,
@@ -240,89 +239,145 @@ impl<G: Game> Arena<'_, G> {
         u: Option<u8>,
         pieces: &[u8],
     ) -> Vec<bool> {
-        let g = self.g;
-        let nv = self.nv();
-        // Extended states: base state and the followed piece's current slot, as an index into
-        // `pieces` (the slots the winner's chases can concern, closed under the slot maps).
-        let nu = if u.is_some() { pieces.len() } else { 1 };
-        let ext = |s: usize, ui: usize| s * nu + ui;
-        let slot_of = |ui: usize| pieces[ui];
-        let index_of = |slot: u8| pieces.iter().position(|&p| p == slot);
-        let mut won = vec![false; y.len() * nu];
-        let mut work: Vec<usize> = Vec::new();
+        let ext = Extended::new(self, y, u.map(|_| pieces));
         let good = |e: &Edge, ui: usize| match cond {
-            Condition::NotCheck => e.label != Label::Check,
-            Condition::NotChasing => {
-                !matches!(e.label, Label::Chase(b) if b & (1 << e.track(slot_of(ui))) != 0)
-            }
+            Condition::NotCheck => !e.label.check,
+            Condition::NotChasing => !e.label.chases(e.track(ext.slot(ui))),
         };
-        let in_y = |s: usize| y[s];
-        // A winner state is won at once when it has a good move into y.
-        for s in 0..y.len() {
-            if !y[s] {
-                continue;
-            }
-            let (n, vi) = (s / nv, s % nv);
-            if g.side(n) != self.winner {
-                continue;
-            }
-            for ui in 0..nu {
-                let ok = g
-                    .edges(n)
-                    .any(|e| good(&e, ui) && self.next(&e, vi).is_some_and(in_y));
-                if ok {
-                    won[ext(s, ui)] = true;
-                    work.push(ext(s, ui));
+        // States with a move meeting the condition into `y`, and what the winner can force
+        // from there on.
+        let seeds = ext.winner_moves(|e, ui, next| good(e, ui) && next.is_some());
+        let offends = |e: &Edge, vi: usize| self.offends(e, vi, offence);
+        let mut won = ext.force(seeds, |e, vi, _, _| offends(e, vi));
+        if offence == Offence::Chase && cond == Condition::NotChasing {
+            loop {
+                let checks = ext.held_to_checks(&won, &offends);
+                if checks.iter().zip(&won).all(|(c, w)| !c || *w) {
+                    break;
                 }
+                for (w, c) in won.iter_mut().zip(checks) {
+                    *w |= c;
+                }
+                won = ext.force(won, |e, vi, _, _| offends(e, vi));
             }
         }
-        // Backwards: predecessors of won states may be won now.
+        ext.project(&won, u)
+    }
+}
+
+/// The states of a trap computation extended with the slot of one followed offender piece
+/// (when a condition concerns one): a winner's move may chase the piece after it moves.
+struct Extended<'x, 'a, G: Game> {
+    arena: &'x Arena<'a, G>,
+    y: &'x [bool],
+    /// The slots the followed piece can be in, or none.
+    pieces: Option<&'x [u8]>,
+    nu: usize,
+}
+
+impl<'x, 'a, G: Game> Extended<'x, 'a, G> {
+    fn new(arena: &'x Arena<'a, G>, y: &'x [bool], pieces: Option<&'x [u8]>) -> Self {
+        let nu = pieces.map_or(1, |p| p.len());
+        Extended {
+            arena,
+            y,
+            pieces,
+            nu,
+        }
+    }
+
+    /// The slot of the followed piece at index `ui`.
+    fn slot(&self, ui: usize) -> u8 {
+        self.pieces.map_or(0, |p| p[ui])
+    }
+
+    /// The index of the followed piece's slot after edge `e`, from index `ui` before it.
+    fn follow_u(&self, e: &Edge, ui: usize) -> Option<usize> {
+        match self.pieces {
+            None => Some(0),
+            Some(p) => {
+                let after = e.track(p[ui]);
+                p.iter().position(|&x| x == after)
+            }
+        }
+    }
+
+    /// The extended state edge `e` leads to from extended state `x`, if it leads to an
+    /// undecided node's state in `y`.
+    fn next(&self, e: &Edge, x: usize) -> Option<usize> {
+        let (s, ui) = (x / self.nu, x % self.nu);
+        let vi = s % self.arena.nv();
+        let sn = self.arena.next(e, vi)?;
+        if !self.y[sn] {
+            return None;
+        }
+        Some(sn * self.nu + self.follow_u(e, ui)?)
+    }
+
+    /// The winner's extended states of `y` with a move `ok(e, ui, next)` accepts.
+    fn winner_moves(&self, ok: impl Fn(&Edge, usize, Option<usize>) -> bool) -> Vec<bool> {
+        let a = self.arena;
+        let nv = a.nv();
+        let mut out = vec![false; self.y.len() * self.nu];
+        for s in (0..self.y.len()).filter(|&s| self.y[s]) {
+            let n = s / nv;
+            if a.g.side(n) != a.winner {
+                continue;
+            }
+            for ui in 0..self.nu {
+                let x = s * self.nu + ui;
+                out[x] = a.g.edges(n).any(|e| ok(&e, ui, self.next(&e, x)));
+            }
+        }
+        out
+    }
+
+    /// Extends `won` by what the winner can force into it, staying in `y`: a winner state with
+    /// a move into a won state; an offender state each of whose moves wins for the winner, or
+    /// is one that `ok(e, victim index, next, won)` accepts (`next` being the extended state
+    /// it leads to in `y`, if any).
+    fn force(
+        &self,
+        mut won: Vec<bool>,
+        ok: impl Fn(&Edge, usize, usize, &[bool]) -> bool,
+    ) -> Vec<bool> {
+        let a = self.arena;
+        let g = a.g;
+        let nv = a.nv();
+        let nu = self.nu;
+        let mut work: Vec<usize> = (0..won.len()).filter(|&x| won[x]).collect();
         while let Some(x) = work.pop() {
             let (s, uq) = (x / nu, x % nu);
             let (q, vq) = (s / nv, s % nv);
-            for &(p, ei) in self.preds.of_node(q) {
+            for &(p, ei) in a.preds.of_node(q) {
                 let e = &g.edge(p as usize, ei as usize);
                 for vp in 0..nv {
-                    if self.follow(e, vp) != Some(vq) {
+                    if a.follow(e, vp) != Some(vq) {
                         continue;
                     }
                     let sp = p as usize * nv + vp;
-                    if !y[sp] {
+                    if !self.y[sp] {
                         continue;
                     }
                     for up in 0..nu {
-                        if nu > 1 && index_of(e.track(slot_of(up))) != Some(uq) {
+                        if self.follow_u(e, up) != Some(uq) {
                             continue;
                         }
-                        let xp = ext(sp, up);
+                        let xp = sp * nu + up;
                         if won[xp] {
                             continue;
                         }
                         let node = p as usize;
-                        let ok = if g.side(node) == self.winner {
-                            true
-                        } else {
-                            g.degree(node) > 0
+                        let in_now = g.side(node) == a.winner
+                            || (g.degree(node) > 0
                                 && !g.escapes(node)
                                 && g.edges(node).all(|e| {
-                                    if self.wins(&e) {
-                                        return true;
-                                    }
-                                    if !self.offends(&e, vp, offence) {
-                                        return false;
-                                    }
-                                    let Some(sn) = self.next(&e, vp) else {
-                                        return false;
-                                    };
-                                    let un = if nu == 1 {
-                                        Some(0)
-                                    } else {
-                                        index_of(e.track(slot_of(up)))
-                                    };
-                                    y[sn] && un.is_some_and(|un| won[ext(sn, un)])
-                                })
-                        };
-                        if ok {
+                                    a.wins(&e)
+                                        || self
+                                            .next(&e, xp)
+                                            .is_some_and(|xn| won[xn] && ok(&e, vp, xn, &won))
+                                }));
+                        if in_now {
                             won[xp] = true;
                             work.push(xp);
                         }
@@ -330,12 +385,46 @@ impl<G: Game> Arena<'_, G> {
                 }
             }
         }
-        (0..y.len())
+        won
+    }
+
+    /// The extended states from which the winner can keep the offender to checks, its other
+    /// offences leading only into `won`, and make a move that is no check again and again:
+    /// `νZ.` the winner forces, staying in `y`, into `won` or to a winner's move that is no
+    /// check into `Z`, every offender move winning for the winner, or a check into the forced
+    /// set, or another offence into `won`.
+    fn held_to_checks(&self, won: &[bool], offends: &impl Fn(&Edge, usize) -> bool) -> Vec<bool> {
+        let mut z: Vec<bool> = (0..won.len()).map(|x| self.y[x / self.nu]).collect();
+        loop {
+            let mut seeds = self.winner_moves(|e, _, next| {
+                !e.label.check && next.is_some_and(|xn| z[xn] || won[xn])
+            });
+            for (s, w) in seeds.iter_mut().zip(won) {
+                *s |= *w;
+            }
+            let forced = self.force(seeds, |e, vi, xn, now| {
+                offends(e, vi) && if e.label.check { now[xn] } else { won[xn] }
+            });
+            if forced == z {
+                return z;
+            }
+            z = forced;
+        }
+    }
+
+    /// The base states whose extension with the followed piece `u` (in slot `u` at the state)
+    /// is in `won`.
+    fn project(&self, won: &[bool], u: Option<u8>) -> Vec<bool> {
+        (0..self.y.len())
             .map(|s| {
-                y[s] && match u {
-                    None => won[ext(s, 0)],
-                    Some(u) => index_of(u).is_some_and(|ui| won[ext(s, ui)]),
-                }
+                self.y[s]
+                    && match (u, self.pieces) {
+                        (Some(u), Some(p)) => p
+                            .iter()
+                            .position(|&x| x == u)
+                            .is_some_and(|ui| won[s * self.nu + ui]),
+                        _ => won[s * self.nu],
+                    }
             })
             .collect()
     }
@@ -365,9 +454,8 @@ pub fn traps<G: Game>(g: &G, decided: &[Option<Outcome>]) -> Traps {
                     && (g.side(n) == winner
                         || (g.degree(n) > 0
                             && !g.escapes(n)
-                            && g.edges(n).all(|e| {
-                                a.wins(&e) || (e.label == Label::Check && a.next(&e, 0).is_some())
-                            })))
+                            && g.edges(n)
+                                .all(|e| a.wins(&e) || (e.label.check && a.next(&e, 0).is_some()))))
             })
             .collect();
         let t = a.greatest(y, Offence::Check, &[Condition::NotCheck], &[]);

@@ -1,5 +1,5 @@
 //! An abstract game graph for the repetition rules: positions as nodes with a side to move,
-//! moves as edges labelled by what they do (idle, check, or chase of some pieces). The rule
+//! moves as edges labelled by what they do (a check, a chase of some pieces, both, or neither). The rule
 //! engine ([`super::solve_graph`], [`super::traps`]) works on this graph only, so it can be
 //! checked against a brute-force solver of the same definition on small random graphs, and the
 //! table solver feeds it the part of a table where the rules can decide something.
@@ -9,8 +9,8 @@
 //! game with that result; a node without edges is lost for its side to move. A play that never
 //! ends is judged by what each side does from some point on for ever: a side whose every move
 //! from some point on is a check commits *perpetual check*; otherwise, a side whose every move
-//! from some point on chases one and the same piece (followed through the edges' slot maps)
-//! commits *perpetual chase*. The side with the greater offence (check > chase > none) loses;
+//! from some point on chases one and the same piece (followed through the edges' slot maps;
+//! a check that also chases it counts) commits *perpetual chase*. The side with the greater offence (check > chase > none) loses;
 //! equal offences are a draw. A node is won for a side that can force a win whatever the other
 //! does, lost when the other side can, and drawn otherwise.
 //!
@@ -62,16 +62,42 @@ pub enum Target {
     Outcome(Outcome),
 }
 
-/// What a move does. Pieces are named by *slots* `0..16`; [`Edge::slots`] says where each slot's
-/// piece is after the move, so a piece can be followed through a play.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Label {
+/// What a move does: a check, a chase of some pieces, both, or neither (idle). Pieces are named
+/// by *slots* `0..16`; [`Edge::slots`] says where each slot's piece is after the move, so a piece
+/// can be followed through a play.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Label {
+    /// The move checks.
+    pub check: bool,
+    /// The pieces the move chases, by slot as after the move (bit `i` = slot `i`).
+    pub chase: u16,
+}
+
+impl Label {
     /// Neither a check nor a chase.
-    Idle,
-    /// A check.
-    Check,
-    /// A chase of the pieces in these slots (bit `i` = slot `i`, numbered as after the move).
-    Chase(u16),
+    pub const IDLE: Label = Label {
+        check: false,
+        chase: 0,
+    };
+    /// A check that chases nothing.
+    pub const CHECK: Label = Label {
+        check: true,
+        chase: 0,
+    };
+
+    /// A chase of the pieces in slots `bits` (numbered as after the move), not a check.
+    pub const fn chase(bits: u16) -> Label {
+        Label {
+            check: false,
+            chase: bits,
+        }
+    }
+
+    /// Whether the move chases the piece in `slot` (numbered as after the move).
+    #[inline]
+    pub fn chases(self, slot: u8) -> bool {
+        self.chase & (1 << slot) != 0
+    }
 }
 
 /// Number of piece slots.
