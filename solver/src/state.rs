@@ -122,17 +122,17 @@ pub(crate) fn is_resolved(code: u16) -> bool {
 /// The first undecided code: the codes from here up to, not including, [`ILLEGAL`] are the
 /// undecided states, eleven bits of bookkeeping on top of this base.
 const UNDECIDED: u16 = Value::FIRST_FREE_CODE;
-/// The bits of the bookkeeping: the witness (bits 0 to 2) and the flags (bits 3 to 10).
+/// The bits of the bookkeeping: the witness (bits 0 to 3) and the flags (bits 4 to 10).
 const BOOKKEEPING: u16 = 0x7FF;
 const _: () = assert!(UNDECIDED & BOOKKEEPING == 0 && UNDECIDED | BOOKKEEPING == ILLEGAL);
-const WITNESS_BITS: u16 = 0b111;
+const WITNESS_BITS: u16 = 0b1111;
 
 /// The loss levels' witness of an undecided position: a move that keeps it from losing now.
 /// A position becomes a candidate of a loss level only when a position that may be its
 /// witness was just won: otherwise the witness still holds it, and its test would fail.
 ///
 /// The witness is a hash of the job slot of one successor that is not won for the opponent:
-/// 1 to 6 ([`Witness::of_slot`]). Two more values: [`Witness::NONE`] (every successor may be
+/// 1 to 14 ([`Witness::of_slot`]). Two more values: [`Witness::NONE`] (every successor may be
 /// the one: tested whenever one is won), and [`Witness::HOLDS`] (a move leaving the job does
 /// not lose: the position is never lost, never a candidate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,12 +142,12 @@ impl Witness {
     /// No witness known.
     pub(crate) const NONE: Witness = Witness(0);
     /// A move leaving the job does not lose.
-    pub(crate) const HOLDS: Witness = Witness(7);
+    pub(crate) const HOLDS: Witness = Witness(15);
 
     /// The witness of the successor in job slot `q`.
     #[inline]
     pub(crate) fn of_slot(q: u64) -> Witness {
-        Witness((q % 6) as u16 + 1)
+        Witness((q % 14) as u16 + 1)
     }
 
     /// The witness of the successor in job slot `q`, if any.
@@ -173,30 +173,28 @@ pub(crate) struct Flags;
 
 impl Flags {
     /// A candidate of the current loss level.
-    pub(crate) const CANDIDATE: Flag = Flag(1 << 3);
+    pub(crate) const CANDIDATE: Flag = Flag(1 << 4);
     /// A successor was decided since the last trap search: whether the position is forced to
     /// offend, and the traps around it, must be looked at again.
-    pub(crate) const TOUCHED: Flag = Flag(1 << 4);
+    pub(crate) const TOUCHED: Flag = Flag(1 << 5);
     /// Its side to move is forced to offend. It stays so while the position is undecided:
     /// successors are only ever decided as wins for the other side, which keeps every move an
     /// offence or a loss.
-    pub(crate) const FORCED: Flag = Flag(1 << 5);
+    pub(crate) const FORCED: Flag = Flag(1 << 6);
     /// A move of a position forced to offend leads here (set when that position is marked; it
     /// may outlast that position, decided later, harmlessly: no offender position leads here
     /// then, so no trap runs through it).
-    pub(crate) const REACHED: Flag = Flag(1 << 6);
-    /// In a trap search: may be the offender's position inside a trap.
-    pub(crate) const OFFENDER: Flag = Flag(1 << 7);
-    /// In a trap search: may be the winner's position inside a trap.
-    pub(crate) const WINNER: Flag = Flag(1 << 8);
-    /// In a trap search's safety pass: lost [`Flags::WINNER`] in the last wave, so its
-    /// predecessors are to be looked at.
-    pub(crate) const WAVE_WINNER: Flag = Flag(1 << 9);
-    /// In a trap search's safety pass: lost [`Flags::OFFENDER`] in the last wave.
-    pub(crate) const WAVE_OFFENDER: Flag = Flag(1 << 10);
+    pub(crate) const REACHED: Flag = Flag(1 << 7);
+    /// In the trap search's fixed point: may be the offender's position inside a trap.
+    pub(crate) const OFFENDER: Flag = Flag(1 << 8);
+    /// In the trap search's fixed point: may be the winner's position inside a trap.
+    pub(crate) const WINNER: Flag = Flag(1 << 9);
+    /// Given a role back in this round's trap search: whether it keeps it is to be checked.
+    pub(crate) const REVIVED: Flag = Flag(1 << 10);
 }
 
-// The witness and the flags fill the bookkeeping bits, each bit once.
+// The witness and the flags fill the bookkeeping bits, each bit once. All of them set would be
+// the illegal code; that never happens: a position that holds is never forced to offend.
 const _: () = {
     let flags = [
         Flags::CANDIDATE,
@@ -205,8 +203,7 @@ const _: () = {
         Flags::REACHED,
         Flags::OFFENDER,
         Flags::WINNER,
-        Flags::WAVE_WINNER,
-        Flags::WAVE_OFFENDER,
+        Flags::REVIVED,
     ];
     let (mut union, mut bits, mut i) = (WITNESS_BITS, WITNESS_BITS.count_ones(), 0);
     while i < flags.len() {
@@ -333,7 +330,7 @@ mod tests {
             assert_eq!(s.with(Flags::TOUCHED).without(Flags::TOUCHED), s);
         }
         let s = Undecided::new(false).with_witness(Witness::of_slot(9));
-        assert!(s.witness().may_be(9) && s.witness().may_be(3) && !s.witness().may_be(4));
+        assert!(s.witness().may_be(9) && s.witness().may_be(23) && !s.witness().may_be(10));
         assert!(Witness::NONE.may_be(4));
         assert!(!is_undecided(ILLEGAL) && !is_undecided(Value::Win(3).encode()));
         assert_eq!(final_code(RuleSet::Asian, Undecided::new(true).code()), 0);

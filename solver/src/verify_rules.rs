@@ -774,7 +774,15 @@ impl Net {
             |a, u, t, won| (good(a, u) && space.in_y(t)) || won.contains(t),
             |a, v, t, won| offence(a, v) && won.contains(t),
         );
-        if rule == Rule::PerpetualChase && cond.is_some() {
+        // Only an offender that can check may be held to checks.
+        let offender_checks = || {
+            self.each_node().any(|(node, mut arcs, _)| {
+                self.side(node) != winner
+                    && (0..space.nv).any(|v| y.contains(node * space.nv + v))
+                    && arcs.any(|a| a.check)
+            })
+        };
+        if rule == Rule::PerpetualChase && cond.is_some() && offender_checks() {
             loop {
                 let held = self.held_to_checks(winner, &space, &won, &offence);
                 if (0..space.states()).all(|x| !held.contains(x) || won.contains(x)) {

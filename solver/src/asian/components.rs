@@ -65,6 +65,20 @@ impl NodeSet {
         }
     }
 
+    /// Marks in [`Phase::roles`] the blocks of the nodes, and only those: the next round's
+    /// safety pass keeps or takes these positions' roles, gives others back ([`super::roles`]),
+    /// and marks their blocks then.
+    fn mark_roles(&self, phase: &Phase) {
+        let size = phase.solver.len();
+        phase.roles.clear();
+        self.for_each_block(|block| {
+            for (e, _) in block {
+                let (side, slot) = pos_of(size, e);
+                phase.roles.mark(phase.solver, side, slot);
+            }
+        });
+    }
+
     /// The node id of entry `e`, if it is a node.
     pub(super) fn id(&self, e: u64) -> Option<u32> {
         let w = (e / 64) as usize;
@@ -194,6 +208,7 @@ pub(super) fn search_components(
     let s = phase.solver;
     let size = s.len();
     let nodes = NodeSet::of_roles(phase);
+    nodes.mark_roles(phase);
     let comps = Components::new(nodes.len);
     // Every move of the graph joins a winner position and an offender position: a winner
     // position's moves of the graph lead to offender positions, and at the safety fixed point

@@ -11,6 +11,7 @@
 //! forced while undecided: its successors can only be decided as wins for the other side.
 
 use super::phase::{Phase, king_and_others, pop_square};
+use super::roles::{entry, revive};
 use crate::error::SolveError;
 use crate::position::SlotPosition;
 use crate::state::{Flags, Undecided, Witness, is_undecided};
@@ -20,15 +21,17 @@ use xiangqi::{Color, MoveList};
 
 /// Whether the side to move of the loaded position (undecided, its captures and exits all
 /// losing) is forced to offend: every move into an undecided position is a check, or every one
-/// chases one same piece (a check that chases it too counts). When it is, the positions its moves into undecided positions
-/// lead to are flagged [`Flags::REACHED`]. Also returns a witness for the loss levels (`None`
-/// for none): the slot of a move into an undecided position. `moves` and `open` are scratch
-/// space.
+/// chases one same piece (a check that chases it too counts). When it is, the positions its
+/// moves into undecided positions lead to are flagged [`Flags::REACHED`] and given the winner
+/// role; those new to it are pushed onto `reached` as entries. Also returns a witness for the
+/// loss levels (`None` for none): the slot of a move into an undecided position. `moves` and
+/// `open` are scratch space.
 fn forced(
     phase: &Phase,
     pos: &mut SlotPosition,
     moves: &mut MoveList,
     open: &mut Vec<usize>,
+    reached: &mut Vec<u64>,
 ) -> (bool, Option<u64>) {
     let side = pos.board.side_to_move();
     let them = side.opponent();
@@ -93,22 +96,31 @@ fn forced(
         return (false, None);
     };
     for &q in open.iter() {
-        if phase.set_flag(them, q as u64, Flags::REACHED) {
-            phase.roles.mark(phase.solver, them, q as u64);
+        let q = q as u64;
+        if phase.set_flag(them, q, Flags::REACHED) {
+            phase.graph.mark(phase.solver, them, q);
+            if revive(phase, them, q, Flags::WINNER) {
+                reached.push(entry(phase, (them, q)));
+            }
         }
     }
     (true, Some(first as u64))
 }
 
-/// Flags as forced to offend the undecided positions that are (all of them, or only those
-/// touched since the last trap search), and gives the others a fresh witness. Returns how
-/// many it flagged.
-pub(super) fn mark(phase: &Phase, all: bool) -> Result<u64, SolveError> {
+/// Flags as forced to offend the undecided positions that are (all of them in the first round,
+/// later only those touched since the last trap search), gives them the offender role and the
+/// positions their offences reach the winner role ([`revive`]), and gives the others a fresh
+/// witness. Returns how many it flagged, and the positions that gained a role, as entries:
+/// winner positions, then offender positions (none in the first round, where every position
+/// is new anyway).
+pub(super) fn mark(phase: &Phase, first: bool) -> Result<(u64, [Vec<u64>; 2]), SolveError> {
+    let all = first;
     let test = |side: Color, slots: &mut dyn Iterator<Item = u64>, pos: &mut SlotPosition| {
         let states = phase.states(side);
         let mut n = 0u64;
         let mut open = Vec::with_capacity(xiangqi::MAX_MOVES);
         let mut moves = MoveList::new();
+        let mut gained: [Vec<u64>; 2] = Default::default();
         for slot in slots {
             let state = &states[slot as usize];
             let Some(u) = Undecided::of(state.load(Relaxed)) else {
@@ -121,7 +133,7 @@ pub(super) fn mark(phase: &Phase, all: bool) -> Result<u64, SolveError> {
             {
                 continue;
             }
-            let (forced, q) = forced(phase, pos, &mut moves, &mut open);
+            let (forced, q) = forced(phase, pos, &mut moves, &mut open, &mut gained[0]);
             let update = |u: Undecided| {
                 let u = if forced { u.with(Flags::FORCED) } else { u };
                 u.with_witness(Witness::of(q))
@@ -133,18 +145,32 @@ pub(super) fn mark(phase: &Phase, all: bool) -> Result<u64, SolveError> {
                 });
             }
             if forced {
-                phase.roles.mark(phase.solver, side, slot);
+                phase.graph.mark(phase.solver, side, slot);
+                if revive(phase, side, slot, Flags::OFFENDER) {
+                    gained[1].push(entry(phase, (side, slot)));
+                }
                 n += 1;
             }
         }
-        Ok(n)
+        if first {
+            gained = Default::default();
+        }
+        Ok((n, gained))
     };
-    let counts = if all {
+    let found = if all {
         phase.par_chunks(|side, mut slots, pos| test(side, &mut slots, pos))?
     } else {
         phase.par_marked(&phase.touched, false, |side, mut slots, pos| {
             test(side, &mut slots, pos)
         })?
     };
-    Ok(counts.into_iter().sum())
+    let mut n = 0;
+    let mut gained: [Vec<u64>; 2] = Default::default();
+    for (k, g) in found {
+        n += k;
+        for (all, part) in gained.iter_mut().zip(g) {
+            all.extend(part);
+        }
+    }
+    Ok((n, gained))
 }

@@ -153,8 +153,9 @@ pub(crate) fn decide(
         exits: ExitValues::new(index, solver.rules, deps),
         decided: [marks(), marks()],
         candidates: marks(),
-        waves: [marks(), marks()],
+        revived: marks(),
         touched: marks(),
+        graph: marks(),
         roles: marks(),
     };
     let mut total = 0u64;
@@ -169,9 +170,9 @@ pub(crate) fn decide(
     if traps {
         for round in 1u8.. {
             let t0 = std::time::Instant::now();
-            let newly_forced = forced::mark(&phase, round == 1)?;
+            let (newly_forced, reached) = forced::mark(&phase, round == 1)?;
             let t1 = t0.elapsed().as_secs_f64();
-            let terminals = search::trap_round(&phase, round)?;
+            let terminals = search::trap_round(&phase, round, reached)?;
             let t2 = t0.elapsed().as_secs_f64();
             if terminals == 0 {
                 tracing::debug!(table = %index.signature(), round, newly_forced, "no trap");

@@ -45,12 +45,14 @@ pub(super) struct Phase<'a> {
     /// Positions flagged as candidates of the current loss level (the flags are those of
     /// [`crate::state::Flags`]).
     pub(super) candidates: Marks,
-    /// Positions flagged `WAVE_WINNER`, `WAVE_OFFENDER`.
-    pub(super) waves: [Marks; 2],
+    /// Positions flagged `REVIVED`.
+    pub(super) revived: Marks,
     /// Positions flagged `TOUCHED`.
     pub(super) touched: Marks,
-    /// Positions flagged `FORCED` or `REACHED` (never taken: a trap search reads only these
-    /// blocks).
+    /// Positions of the trap graph: flagged `FORCED` or `REACHED` (never taken).
+    pub(super) graph: Marks,
+    /// Positions with a role in the trap search's fixed point (`OFFENDER`, `WINNER`), and maybe
+    /// some that lost theirs: the node set of the trap graph is read from these blocks only.
     pub(super) roles: Marks,
 }
 

@@ -10,14 +10,23 @@
 //! Inside a trap the offender cannot get out and the winner can always stay in. So, as a greatest
 //! fixed point, an offender position keeps its role only while every one of its moves into an
 //! undecided position leads to a winner position that keeps its role, and a winner position only
-//! while one of its moves leads to an offender position that keeps its role. The pass starts from
-//! the roles given afresh each round and takes them away in waves: a position that loses its role
-//! is flagged with the wave's flag, and its predecessors (un-moves) are looked at in the next wave.
-//! What keeps a role may still be no trap: the rule engine decides that, with the moves' classes.
+//! while one of its moves leads to an offender position that keeps its role. What keeps a role
+//! may still be no trap: the rule engine decides that, with the moves' classes.
+//!
+//! The fixed point is kept from round to round. Between two rounds positions are decided, which
+//! takes them out of the graph, and positions become forced or reached; a position outside the
+//! last fixed point can only be in the next one if its moves changed (a successor was decided:
+//! [`Flags::TOUCHED`]), it is new to the graph, or it has a move into such a position that was
+//! outside too (by induction: otherwise it would have been in the last one). So a round gives
+//! those positions their roles back ([`Flags::REVIVED`]), backwards from the changed ones, checks
+//! them, and takes roles away again in waves: a position that loses its role makes its
+//! predecessors (un-moves) look again. In the first round every position is new. The work is
+//! proportional to what changed, not to the graph.
 
-use super::phase::Phase;
+use super::phase::{Phase, Pos, entry_of, pos_of};
 use crate::position::{LEAVES, SlotPosition, prefetch};
 use crate::state::{Flag, Flags, Undecided};
+use rayon::prelude::*;
 use std::sync::atomic::Ordering::Relaxed;
 use xiangqi::{Color, Move, MoveList};
 
@@ -47,60 +56,81 @@ pub(super) fn graph_moves(
     }
 }
 
-/// Gives every forced position the offender role and every reached one the winner role (they
-/// are flagged in the blocks [`Phase::roles`] marks), and finds the safety fixed point.
-pub(super) fn keep_safe(phase: &Phase) {
-    give_roles(phase);
-    let s = phase.solver;
-    let lose = |side: Color, slot: u64, role: Flag, wave: Flag| {
-        if phase.clear_flag(side, slot, role) {
-            phase.set_flag(side, slot, wave);
-            let i = usize::from(wave == Flags::WAVE_OFFENDER);
-            phase.waves[i].mark(s, side, slot);
-        }
-    };
-    // The first wave: every offender position's moves lead to winner positions (a forced
-    // position's moves into undecided positions are reached ones), so only winner positions can
-    // fail: those without a move into an offender position.
-    let _ = phase.par_marked(&phase.roles, false, |side, slots, pos| {
-        for slot in slots {
-            let Some(u) = phase.undecided(side, slot) else {
-                continue;
-            };
-            if u.has(Flags::WINNER) && pos.load(slot, side) && !reaches_offender(phase, pos) {
-                lose(side, slot, Flags::WINNER, Flags::WAVE_WINNER);
-            }
-        }
-        Ok(())
-    });
-    // Then alternately: offender positions with a move to a position that lost its winner role
-    // lose theirs; winner positions whose moves into offender positions led only to positions
-    // that lost it lose theirs.
-    loop {
-        let mut any = false;
-        for wave in [Flags::WAVE_WINNER, Flags::WAVE_OFFENDER] {
-            any |= wave_predecessors(phase, wave, |them, p, u, scratch| {
-                if wave == Flags::WAVE_WINNER && u.has(Flags::OFFENDER) {
-                    lose(them, p, Flags::OFFENDER, Flags::WAVE_OFFENDER);
-                } else if wave == Flags::WAVE_OFFENDER
-                    && u.has(Flags::WINNER)
-                    && scratch.load(p, them)
-                    && !reaches_offender(phase, scratch)
-                {
-                    lose(them, p, Flags::WINNER, Flags::WAVE_WINNER);
-                }
-            });
-        }
-        if !any {
-            return;
+/// Gives `(side, slot)`, undecided, the `role` ([`Flags::OFFENDER`] or [`Flags::WINNER`]) back
+/// and flags it [`Flags::REVIVED`], to be checked. Returns whether it gained the role: its
+/// predecessors may then gain theirs.
+pub(super) fn revive(phase: &Phase, side: Color, slot: u64, role: Flag) -> bool {
+    if phase.set_flag(side, slot, Flags::REVIVED) {
+        phase.revived.mark(phase.solver, side, slot);
+    }
+    let gained = phase.set_flag(side, slot, role);
+    if gained {
+        phase.roles.mark(phase.solver, side, slot);
+    }
+    gained
+}
+
+/// The positions, as entries ([`entry_of`]), that gained a role or lost one in a pass, by
+/// role: winners, then offenders.
+pub(super) type ByRole = [Vec<u64>; 2];
+
+fn by_role_index(role: Flag) -> usize {
+    usize::from(role == Flags::OFFENDER)
+}
+
+/// Where a round's safety pass starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Start {
+    /// From nothing: every forced position gets the offender role and every reached one the
+    /// winner role. It reads every block holding such a position, so it costs about the same
+    /// whatever changed: the first round's start, and a round's when much changed.
+    Afresh,
+    /// From the last round's fixed point, giving roles back only where something changed
+    /// (see the module documentation): its work is proportional to the change.
+    FromLastRound,
+}
+
+impl Start {
+    /// The cheaper start for a job of `size` slots a side, after `gained` positions got a role
+    /// as this round's forced positions were marked (a measure of how much changed): a fresh
+    /// start reads the blocks of all the trap graph's positions, about the whole table, while
+    /// a start from the last round sets up each changed position and its neighbours.
+    pub(super) fn for_change(size: u64, gained: u64) -> Start {
+        if gained * 64 > size {
+            Start::Afresh
+        } else {
+            Start::FromLastRound
         }
     }
 }
 
-/// Gives the roles afresh: the offender role to every forced position and the winner role to
-/// every reached one; no position keeps a role or a wave flag of the last search.
+/// Finds this round's safety fixed point. `gained` holds, as entries, the positions that
+/// gained a role as the forced positions were marked (winner positions, then offender
+/// positions, [`revive`]).
+pub(super) fn keep_safe(phase: &Phase, start: Start, gained: ByRole) {
+    match start {
+        Start::Afresh => give_roles(phase),
+        Start::FromLastRound => {
+            let mut gained = gained;
+            for (g, t) in gained.iter_mut().zip(revive_touched(phase)) {
+                g.extend(t);
+            }
+            revive_backwards(phase, gained);
+        }
+    }
+    let mut lost = check_revived(phase);
+    while lost.iter().any(|l| !l.is_empty()) {
+        lost = take_roles(phase, lost);
+    }
+}
+
+/// Gives the roles afresh to every position of the trap graph (in the blocks [`Phase::graph`]
+/// marks): the offender role to a forced one, the winner role to a reached one, which is then
+/// to be checked. (A forced position's moves into undecided positions all lead to reached
+/// ones, so with every reached position a winner no offender position needs a check.)
 fn give_roles(phase: &Phase) {
-    let _ = phase.par_marked(&phase.roles, false, |side, slots, _| {
+    phase.roles.clear();
+    let _ = phase.par_marked(&phase.graph, false, |side, slots, _| {
         let states = phase.states(side);
         for slot in slots {
             let state = &states[slot as usize];
@@ -110,13 +140,16 @@ fn give_roles(phase: &Phase) {
             let mut n = u
                 .without(Flags::OFFENDER)
                 .without(Flags::WINNER)
-                .without(Flags::WAVE_WINNER)
-                .without(Flags::WAVE_OFFENDER);
+                .without(Flags::REVIVED);
             if u.has(Flags::FORCED) {
                 n = n.with(Flags::OFFENDER);
             }
             if u.has(Flags::REACHED) {
-                n = n.with(Flags::WINNER);
+                n = n.with(Flags::WINNER).with(Flags::REVIVED);
+                phase.revived.mark(phase.solver, side, slot);
+            }
+            if n.has(Flags::OFFENDER) || n.has(Flags::WINNER) {
+                phase.roles.mark(phase.solver, side, slot);
             }
             if n != u {
                 state.store(n.code(), Relaxed);
@@ -124,45 +157,209 @@ fn give_roles(phase: &Phase) {
         }
         Ok(())
     });
-    for marks in &phase.waves {
-        marks.clear();
+}
+
+/// Gives the touched positions (a successor decided since the last round) their roles back: a
+/// reached one the winner role, to be checked (the offender position it reached may be the
+/// one decided), a forced one the offender role if it lost it (one that kept it still has
+/// only moves into winner positions, fewer of them: it needs no check). Returns those that
+/// gained a role.
+fn revive_touched(phase: &Phase) -> ByRole {
+    let s = phase.solver;
+    let size = s.len();
+    let found = phase
+        .par_marked(&phase.touched, false, |side, slots, _| {
+            let mut out: ByRole = Default::default();
+            for slot in slots {
+                let Some(u) = phase.undecided(side, slot) else {
+                    continue;
+                };
+                if !u.has(Flags::TOUCHED) {
+                    continue;
+                }
+                let e = entry_of(size, (side, slot));
+                if u.has(Flags::REACHED) && revive(phase, side, slot, Flags::WINNER) {
+                    out[by_role_index(Flags::WINNER)].push(e);
+                }
+                if u.has(Flags::FORCED)
+                    && !u.has(Flags::OFFENDER)
+                    && revive(phase, side, slot, Flags::OFFENDER)
+                {
+                    out[by_role_index(Flags::OFFENDER)].push(e);
+                }
+            }
+            Ok(out)
+        })
+        .unwrap_or_default();
+    merge(found)
+}
+
+/// Gives roles back, wave by wave, to the positions with a move of the trap graph into a
+/// position that gained its role: a winner position's move into an offender position, an
+/// offender position's move into a winner position.
+fn revive_backwards(phase: &Phase, mut gained: ByRole) {
+    let size = phase.solver.len();
+    while gained.iter().any(|g| !g.is_empty()) {
+        let mut next: ByRole = Default::default();
+        for (i, list) in gained.iter().enumerate() {
+            // A gained winner role may give the forced positions that move there theirs, a
+            // gained offender role the reached positions that move there theirs.
+            let (need, role) = if i == by_role_index(Flags::WINNER) {
+                (Flags::FORCED, Flags::OFFENDER)
+            } else {
+                (Flags::REACHED, Flags::WINNER)
+            };
+            let found: Vec<Vec<u64>> = list
+                .par_chunks(1024)
+                .map_init(
+                    || phase.solver.position(),
+                    |pos, chunk| {
+                        let mut out = Vec::new();
+                        for &e in chunk {
+                            let (side, slot) = pos_of(size, e);
+                            if phase.undecided(side, slot).is_none() || !pos.load(slot, side) {
+                                continue;
+                            }
+                            let them = side.opponent();
+                            let preds = phase.states(them);
+                            for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                                if let Some(u) = Undecided::of(preds[p].load(Relaxed))
+                                    && u.has(need)
+                                    && !u.has(role)
+                                    && revive(phase, them, p as u64, role)
+                                {
+                                    out.push(entry_of(size, (them, p as u64)));
+                                }
+                            }
+                        }
+                        out
+                    },
+                )
+                .collect();
+            next[by_role_index(role)] = found.into_iter().flatten().collect();
+        }
+        gained = next;
     }
 }
 
-/// One wave of the safety pass: takes `wave` ([`Flags::WAVE_WINNER`] or
-/// [`Flags::WAVE_OFFENDER`]) from the positions that carry it and calls `f(side, slot, state,
-/// scratch)` for each of their undecided predecessors, with a position to load it into. Returns
-/// whether any position carried it.
-fn wave_predecessors(
-    phase: &Phase,
-    wave: Flag,
-    f: impl Fn(Color, u64, Undecided, &mut SlotPosition) + Sync,
-) -> bool {
-    let i = usize::from(wave == Flags::WAVE_OFFENDER);
-    let woke = phase.par_marked(&phase.waves[i], true, |side, slots, pos| {
-        let them = side.opponent();
-        let preds = phase.states(them);
-        let mut scratch = phase.solver.position();
-        for slot in slots {
-            let Some(u) = phase.undecided(side, slot) else {
-                continue;
-            };
-            if !u.has(wave) {
-                continue;
-            }
-            phase.clear_flag(side, slot, wave);
-            if !pos.load(slot, side) {
-                continue;
-            }
-            for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                if let Some(u) = Undecided::of(preds[p].load(Relaxed)) {
-                    f(them, p as u64, u, &mut scratch);
+/// The first wave: checks every position given a role back ([`Flags::REVIVED`], which it
+/// takes): a winner position keeps its role only with a move into an offender position, an
+/// offender position only when all its moves into undecided positions lead to winner
+/// positions. Returns those that lost a role.
+fn check_revived(phase: &Phase) -> ByRole {
+    let size = phase.solver.len();
+    let found = phase
+        .par_marked(&phase.revived, true, |side, slots, pos| {
+            let mut out: ByRole = Default::default();
+            for slot in slots {
+                let Some(u) = phase.undecided(side, slot) else {
+                    continue;
+                };
+                if !u.has(Flags::REVIVED) {
+                    continue;
+                }
+                phase.clear_flag(side, slot, Flags::REVIVED);
+                let winner = u.has(Flags::WINNER);
+                let offender = u.has(Flags::OFFENDER);
+                if !(winner || offender) || !pos.load(slot, side) {
+                    continue;
+                }
+                if winner && !reaches_offender(phase, pos) && lose(phase, side, slot, Flags::WINNER)
+                {
+                    out[by_role_index(Flags::WINNER)].push(entry_of(size, (side, slot)));
+                }
+                if offender
+                    && !moves_into_winners(phase, pos)
+                    && lose(phase, side, slot, Flags::OFFENDER)
+                {
+                    out[by_role_index(Flags::OFFENDER)].push(entry_of(size, (side, slot)));
                 }
             }
+            Ok(out)
+        })
+        .unwrap_or_default();
+    merge(found)
+}
+
+/// One wave of taking roles away: an offender position with a move into a position that lost
+/// the winner role loses its own; a winner position whose moves into offender positions led
+/// only to positions that lost that role loses its own. Returns those that lost a role.
+fn take_roles(phase: &Phase, lost: ByRole) -> ByRole {
+    let size = phase.solver.len();
+    let mut next: ByRole = Default::default();
+    for (i, list) in lost.iter().enumerate() {
+        let lost_winner = i == by_role_index(Flags::WINNER);
+        let found: Vec<Vec<u64>> = list
+            .par_chunks(1024)
+            .map_init(
+                || (phase.solver.position(), phase.solver.position()),
+                |(pos, scratch), chunk| {
+                    let mut out = Vec::new();
+                    for &e in chunk {
+                        let (side, slot) = pos_of(size, e);
+                        if phase.undecided(side, slot).is_none() || !pos.load(slot, side) {
+                            continue;
+                        }
+                        let them = side.opponent();
+                        let preds = phase.states(them);
+                        for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                            let Some(u) = Undecided::of(preds[p].load(Relaxed)) else {
+                                continue;
+                            };
+                            let p = p as u64;
+                            let took = if lost_winner {
+                                u.has(Flags::OFFENDER) && lose(phase, them, p, Flags::OFFENDER)
+                            } else {
+                                u.has(Flags::WINNER)
+                                    && scratch.load(p, them)
+                                    && !reaches_offender(phase, scratch)
+                                    && lose(phase, them, p, Flags::WINNER)
+                            };
+                            if took {
+                                out.push(entry_of(size, (them, p)));
+                            }
+                        }
+                    }
+                    out
+                },
+            )
+            .collect();
+        let role = if lost_winner {
+            Flags::OFFENDER
+        } else {
+            Flags::WINNER
+        };
+        next[by_role_index(role)].extend(found.into_iter().flatten());
+    }
+    next
+}
+
+/// Takes `role` from `(side, slot)`; returns whether it held it (so that only one pass
+/// propagates the loss).
+fn lose(phase: &Phase, side: Color, slot: u64, role: Flag) -> bool {
+    phase.clear_flag(side, slot, role)
+}
+
+/// The lists of several parallel pieces, joined.
+fn merge(parts: Vec<ByRole>) -> ByRole {
+    let mut out: ByRole = Default::default();
+    for part in parts {
+        for (o, p) in out.iter_mut().zip(part) {
+            o.extend(p);
         }
-        Ok(true)
+    }
+    out
+}
+
+/// Whether every move of the loaded offender position into an undecided position leads to a
+/// winner position.
+fn moves_into_winners(phase: &Phase, pos: &mut SlotPosition) -> bool {
+    let them = phase.states(pos.board.side_to_move().opponent());
+    let mut all = true;
+    graph_moves(phase, pos, true, |_, _, q| {
+        all &= Undecided::of(them[q as usize].load(Relaxed)).is_some_and(|u| u.has(Flags::WINNER));
     });
-    woke.unwrap_or_default().into_iter().any(|w| w)
+    all
 }
 
 /// Whether the loaded position has a move in the job into an offender position.
@@ -175,4 +372,10 @@ fn reaches_offender(phase: &Phase, pos: &mut SlotPosition) -> bool {
         .iter()
         .filter_map(|&m| pos.stays(m))
         .any(|q| Undecided::of(them[q].load(Relaxed)).is_some_and(|u| u.has(Flags::OFFENDER)))
+}
+
+/// The entry numbers of positions, for [`keep_safe`]'s lists: `(side, slot)` numbered as the
+/// trap search numbers them.
+pub(super) fn entry(phase: &Phase, (side, slot): Pos) -> u64 {
+    entry_of(phase.solver.len(), (side, slot))
 }

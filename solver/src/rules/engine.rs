@@ -249,7 +249,15 @@ impl<G: Game> Arena<'_, G> {
         let seeds = ext.winner_moves(|e, ui, next| good(e, ui) && next.is_some());
         let offends = |e: &Edge, vi: usize| self.offends(e, vi, offence);
         let mut won = ext.force(seeds, |e, vi, _, _| offends(e, vi));
-        if offence == Offence::Chase && cond == Condition::NotChasing {
+        // Only an offender that can check may be held to checks.
+        let offender_checks = || {
+            let nv = self.nv();
+            (0..y.len()).any(|s| {
+                let n = s / nv;
+                y[s] && self.g.side(n) != self.winner && self.g.edges(n).any(|e| e.label.check)
+            })
+        };
+        if offence == Offence::Chase && cond == Condition::NotChasing && offender_checks() {
             loop {
                 let checks = ext.held_to_checks(&won, &offends);
                 if checks.iter().zip(&won).all(|(c, w)| !c || *w) {
