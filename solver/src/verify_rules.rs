@@ -32,7 +32,7 @@ use crate::position::{LEAVES, SlotPosition, prefetch};
 use rayon::prelude::*;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use xiangqi::repetition::MoveClasses;
+use xiangqi::repetition::{MoveClasses, gives_check};
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
 use xqtb_core::{MAX_PIECES, MoveReading, Probe, ProbeError, Rule, RuleValue, Table, Value};
 
@@ -48,9 +48,12 @@ pub(crate) fn forced_to_offend(
     slots: &[usize],
     next: &dyn Fn(usize) -> u16,
 ) -> bool {
-    // Every move into a drawn position so far is a check; the pieces every one chases.
+    // Whether every move into a drawn position so far is a check, and the pieces every one
+    // chases. While all are checks the side is forced whatever they chase: their chases are
+    // read only once a move that is no check turns up (`checks_only` holds them till then).
     let mut checks = true;
     let mut chased = !0u128;
+    let mut checks_only = MoveList::new();
     // Moves are classified on a copy of the board (a classifier, with its own copy, cost more).
     let mut scratch = Board::default();
     let mut classes: Option<MoveClasses> = None;
@@ -72,10 +75,18 @@ pub(crate) fn forced_to_offend(
             scratch.clone_from(board);
             MoveClasses::new(board.side_to_move())
         });
-        let class = classes.class(&mut scratch, m);
-        checks &= class.check;
-        chased &= class.chased.0;
-        if !checks && chased == 0 {
+        if checks && gives_check(&mut scratch, m) {
+            checks_only.push(m);
+            continue;
+        }
+        if checks {
+            checks = false;
+            for &c in checks_only.iter() {
+                chased &= classes.class(&mut scratch, c).chased.0;
+            }
+        }
+        chased &= classes.class(&mut scratch, m).chased.0;
+        if chased == 0 {
             return false;
         }
     }
