@@ -11,7 +11,7 @@
 //! forced while undecided: its successors can only be decided as wins for the other side.
 
 use super::phase::{Phase, king_and_others, pop_square};
-use super::roles::{entry, revive};
+use super::roles::{entry, merge, revive};
 use crate::error::SolveError;
 use crate::position::SlotPosition;
 use crate::state::{Flags, Undecided, Witness, is_undecided};
@@ -164,13 +164,6 @@ pub(super) fn mark(phase: &Phase, first: bool) -> Result<(u64, [Vec<u64>; 2]), S
             test(side, &mut slots, pos)
         })?
     };
-    let mut n = 0;
-    let mut gained: [Vec<u64>; 2] = Default::default();
-    for (k, g) in found {
-        n += k;
-        for (all, part) in gained.iter_mut().zip(g) {
-            all.extend(part);
-        }
-    }
-    Ok((n, gained))
+    let n = found.iter().map(|(k, _)| k).sum();
+    Ok((n, merge(found.into_iter().map(|(_, g)| g).collect())))
 }

@@ -109,7 +109,12 @@ impl Start {
 /// positions, [`revive`]).
 pub(super) fn keep_safe(phase: &Phase, start: Start, gained: ByRole) {
     match start {
-        Start::Afresh => give_roles(phase),
+        Start::Afresh => {
+            // The gained positions are not needed afresh: freed before the fixed point's own
+            // lists grow (they would add to the rule phase's peak memory).
+            drop(gained);
+            give_roles(phase)
+        }
         Start::FromLastRound => {
             let mut gained = gained;
             for (g, t) in gained.iter_mut().zip(revive_touched(phase)) {
@@ -287,7 +292,7 @@ fn check_revived(phase: &Phase) -> ByRole {
 fn take_roles(phase: &Phase, lost: ByRole) -> ByRole {
     let size = phase.solver.len();
     let mut next: ByRole = Default::default();
-    for (i, list) in lost.iter().enumerate() {
+    for (i, list) in lost.into_iter().enumerate() {
         let lost_winner = i == by_role_index(Flags::WINNER);
         let found: Vec<Vec<u64>> = list
             .par_chunks(1024)
@@ -329,7 +334,9 @@ fn take_roles(phase: &Phase, lost: ByRole) -> ByRole {
         } else {
             Flags::WINNER
         };
-        next[by_role_index(role)].extend(found.into_iter().flatten());
+        let next = &mut next[by_role_index(role)];
+        next.reserve_exact(found.iter().map(Vec::len).sum());
+        next.extend(found.into_iter().flatten());
     }
     next
 }
@@ -340,9 +347,13 @@ fn lose(phase: &Phase, side: Color, slot: u64, role: Flag) -> bool {
     phase.clear_flag(side, slot, role)
 }
 
-/// The lists of several parallel pieces, joined.
-fn merge(parts: Vec<ByRole>) -> ByRole {
+/// The lists of several parallel pieces, joined (into lists of the exact size: these lists
+/// can hold millions of positions, and growing them by doubling would raise the peak memory).
+pub(super) fn merge(parts: Vec<ByRole>) -> ByRole {
     let mut out: ByRole = Default::default();
+    for (i, o) in out.iter_mut().enumerate() {
+        o.reserve_exact(parts.iter().map(|p| p[i].len()).sum());
+    }
     for part in parts {
         for (o, p) in out.iter_mut().zip(part) {
             o.extend(p);
