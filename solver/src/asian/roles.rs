@@ -170,27 +170,42 @@ fn give_roles(phase: &Phase) {
 /// only moves into winner positions, fewer of them: it needs no check). Returns those that
 /// gained a role.
 fn revive_touched(phase: &Phase) -> ByRole {
-    let s = phase.solver;
-    let size = s.len();
+    each_flagged(
+        phase,
+        &phase.touched,
+        false,
+        Flags::TOUCHED,
+        |side, slot, u, _, out| {
+            let e = entry_of(phase.solver.len(), (side, slot));
+            if u.has(Flags::REACHED) && revive(phase, side, slot, Flags::WINNER) {
+                out[by_role_index(Flags::WINNER)].push(e);
+            }
+            if u.has(Flags::FORCED)
+                && !u.has(Flags::OFFENDER)
+                && revive(phase, side, slot, Flags::OFFENDER)
+            {
+                out[by_role_index(Flags::OFFENDER)].push(e);
+            }
+        },
+    )
+}
+
+/// Runs `f` on every undecided position flagged `flag` in the blocks `marks` marks (taking
+/// the marks when `take`), in parallel, with a position to load it into; joins the positions
+/// `f` lists by role.
+fn each_flagged(
+    phase: &Phase,
+    marks: &super::marks::Marks,
+    take: bool,
+    flag: Flag,
+    f: impl Fn(Color, u64, Undecided, &mut SlotPosition, &mut ByRole) + Sync,
+) -> ByRole {
     let found = phase
-        .par_marked(&phase.touched, false, |side, slots, _| {
+        .par_marked(marks, take, |side, slots, pos| {
             let mut out: ByRole = Default::default();
             for slot in slots {
-                let Some(u) = phase.undecided(side, slot) else {
-                    continue;
-                };
-                if !u.has(Flags::TOUCHED) {
-                    continue;
-                }
-                let e = entry_of(size, (side, slot));
-                if u.has(Flags::REACHED) && revive(phase, side, slot, Flags::WINNER) {
-                    out[by_role_index(Flags::WINNER)].push(e);
-                }
-                if u.has(Flags::FORCED)
-                    && !u.has(Flags::OFFENDER)
-                    && revive(phase, side, slot, Flags::OFFENDER)
-                {
-                    out[by_role_index(Flags::OFFENDER)].push(e);
+                if let Some(u) = phase.undecided(side, slot).filter(|u| u.has(flag)) {
+                    f(side, slot, u, pos, &mut out);
                 }
             }
             Ok(out)
@@ -253,37 +268,29 @@ fn revive_backwards(phase: &Phase, mut gained: ByRole) {
 /// positions. Returns those that lost a role.
 fn check_revived(phase: &Phase) -> ByRole {
     let size = phase.solver.len();
-    let found = phase
-        .par_marked(&phase.revived, true, |side, slots, pos| {
-            let mut out: ByRole = Default::default();
-            for slot in slots {
-                let Some(u) = phase.undecided(side, slot) else {
-                    continue;
-                };
-                if !u.has(Flags::REVIVED) {
-                    continue;
-                }
-                phase.clear_flag(side, slot, Flags::REVIVED);
-                let winner = u.has(Flags::WINNER);
-                let offender = u.has(Flags::OFFENDER);
-                if !(winner || offender) || !pos.load(slot, side) {
-                    continue;
-                }
-                if winner && !reaches_offender(phase, pos) && lose(phase, side, slot, Flags::WINNER)
-                {
-                    out[by_role_index(Flags::WINNER)].push(entry_of(size, (side, slot)));
-                }
-                if offender
-                    && !moves_into_winners(phase, pos)
-                    && lose(phase, side, slot, Flags::OFFENDER)
-                {
-                    out[by_role_index(Flags::OFFENDER)].push(entry_of(size, (side, slot)));
-                }
+    each_flagged(
+        phase,
+        &phase.revived,
+        true,
+        Flags::REVIVED,
+        |side, slot, u, pos, out| {
+            phase.clear_flag(side, slot, Flags::REVIVED);
+            let winner = u.has(Flags::WINNER);
+            let offender = u.has(Flags::OFFENDER);
+            if !(winner || offender) || !pos.load(slot, side) {
+                return;
             }
-            Ok(out)
-        })
-        .unwrap_or_default();
-    merge(found)
+            if winner && !reaches_offender(phase, pos) && lose(phase, side, slot, Flags::WINNER) {
+                out[by_role_index(Flags::WINNER)].push(entry_of(size, (side, slot)));
+            }
+            if offender
+                && !moves_into_winners(phase, pos)
+                && lose(phase, side, slot, Flags::OFFENDER)
+            {
+                out[by_role_index(Flags::OFFENDER)].push(entry_of(size, (side, slot)));
+            }
+        },
+    )
 }
 
 /// One wave of taking roles away: an offender position with a move into a position that lost
