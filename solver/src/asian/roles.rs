@@ -218,7 +218,6 @@ fn each_flagged(
 /// position that gained its role: a winner position's move into an offender position, an
 /// offender position's move into a winner position.
 fn revive_backwards(phase: &Phase, mut gained: ByRole) {
-    let size = phase.solver.len();
     while gained.iter().any(|g| !g.is_empty()) {
         let mut next: ByRole = Default::default();
         for (i, list) in gained.iter().enumerate() {
@@ -229,37 +228,52 @@ fn revive_backwards(phase: &Phase, mut gained: ByRole) {
             } else {
                 (Flags::REACHED, Flags::WINNER)
             };
-            let found: Vec<Vec<u64>> = list
-                .par_chunks(1024)
-                .map_init(
-                    || phase.solver.position(),
-                    |pos, chunk| {
-                        let mut out = Vec::new();
-                        for &e in chunk {
-                            let (side, slot) = pos_of(size, e);
-                            if phase.undecided(side, slot).is_none() || !pos.load(slot, side) {
-                                continue;
-                            }
-                            let them = side.opponent();
-                            let preds = phase.states(them);
-                            for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                                if let Some(u) = Undecided::of(preds[p].load(Relaxed))
-                                    && u.has(need)
-                                    && !u.has(role)
-                                    && revive(phase, them, p as u64, role)
-                                {
-                                    out.push(entry_of(size, (them, p as u64)));
-                                }
-                            }
-                        }
-                        out
-                    },
-                )
-                .collect();
-            next[by_role_index(role)] = found.into_iter().flatten().collect();
+            next[by_role_index(role)] = undecided_predecessors(phase, list, |them, p, u, _| {
+                u.has(need) && !u.has(role) && revive(phase, them, p, role)
+            });
         }
         gained = next;
     }
+}
+
+/// The undecided predecessors of the undecided positions `list` holds (as entries) for which
+/// `f` (given the predecessor's side, slot and state, and a position to load slots into)
+/// says yes, as entries. Positions are visited in parallel, a chunk of the list at a time.
+fn undecided_predecessors(
+    phase: &Phase,
+    list: &[u64],
+    f: impl Fn(Color, u64, Undecided, &mut SlotPosition) -> bool + Sync,
+) -> Vec<u64> {
+    let size = phase.solver.len();
+    let found: Vec<Vec<u64>> = list
+        .par_chunks(1024)
+        .map_init(
+            || (phase.solver.position(), phase.solver.position()),
+            |(pos, scratch), chunk| {
+                let mut out = Vec::new();
+                for &e in chunk {
+                    let (side, slot) = pos_of(size, e);
+                    if phase.undecided(side, slot).is_none() || !pos.load(slot, side) {
+                        continue;
+                    }
+                    let them = side.opponent();
+                    let preds = phase.states(them);
+                    for &p in pos.predecessors(|p| prefetch(&preds[p])) {
+                        if let Some(u) = Undecided::of(preds[p].load(Relaxed))
+                            && f(them, p as u64, u, scratch)
+                        {
+                            out.push(entry_of(size, (them, p as u64)));
+                        }
+                    }
+                }
+                out
+            },
+        )
+        .collect();
+    // Joined into a list of the exact size (see [`merge`]).
+    let mut all = Vec::with_capacity(found.iter().map(Vec::len).sum());
+    all.extend(found.into_iter().flatten());
+    all
 }
 
 /// The first wave: checks every position given a role back ([`Flags::REVIVED`], which it
@@ -297,53 +311,24 @@ fn check_revived(phase: &Phase) -> ByRole {
 /// the winner role loses its own; a winner position whose moves into offender positions led
 /// only to positions that lost that role loses its own. Returns those that lost a role.
 fn take_roles(phase: &Phase, lost: ByRole) -> ByRole {
-    let size = phase.solver.len();
     let mut next: ByRole = Default::default();
     for (i, list) in lost.into_iter().enumerate() {
         let lost_winner = i == by_role_index(Flags::WINNER);
-        let found: Vec<Vec<u64>> = list
-            .par_chunks(1024)
-            .map_init(
-                || (phase.solver.position(), phase.solver.position()),
-                |(pos, scratch), chunk| {
-                    let mut out = Vec::new();
-                    for &e in chunk {
-                        let (side, slot) = pos_of(size, e);
-                        if phase.undecided(side, slot).is_none() || !pos.load(slot, side) {
-                            continue;
-                        }
-                        let them = side.opponent();
-                        let preds = phase.states(them);
-                        for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                            let Some(u) = Undecided::of(preds[p].load(Relaxed)) else {
-                                continue;
-                            };
-                            let p = p as u64;
-                            let took = if lost_winner {
-                                u.has(Flags::OFFENDER) && lose(phase, them, p, Flags::OFFENDER)
-                            } else {
-                                u.has(Flags::WINNER)
-                                    && scratch.load(p, them)
-                                    && !reaches_offender(phase, scratch)
-                                    && lose(phase, them, p, Flags::WINNER)
-                            };
-                            if took {
-                                out.push(entry_of(size, (them, p)));
-                            }
-                        }
-                    }
-                    out
-                },
-            )
-            .collect();
         let role = if lost_winner {
             Flags::OFFENDER
         } else {
             Flags::WINNER
         };
-        let next = &mut next[by_role_index(role)];
-        next.reserve_exact(found.iter().map(Vec::len).sum());
-        next.extend(found.into_iter().flatten());
+        next[by_role_index(role)] = undecided_predecessors(phase, &list, |them, p, u, scratch| {
+            if lost_winner {
+                u.has(Flags::OFFENDER) && lose(phase, them, p, Flags::OFFENDER)
+            } else {
+                u.has(Flags::WINNER)
+                    && scratch.load(p, them)
+                    && !reaches_offender(phase, scratch)
+                    && lose(phase, them, p, Flags::WINNER)
+            }
+        });
     }
     next
 }
