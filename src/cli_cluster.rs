@@ -10,8 +10,9 @@ use proto::v1::*;
 use rpc::Auth;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use storage_format::store::ShardDir;
 use tokio::sync::watch;
 use worker::WorkerConfig;
 use xqtb_core::{JobKey, RuleSet, TableId};
@@ -202,9 +203,13 @@ pub struct QueryArgs {
 /// Arguments of `xqtb download`.
 #[derive(Args)]
 pub struct DownloadArgs {
-    /// Tables to download.
+    /// Tables to download, with every table probing them needs (the tables their captures
+    /// lead into, and theirs) unless --only is given.
     #[arg(required = true)]
     signatures: Vec<String>,
+    /// Download only the named tables, not the tables their captures lead into.
+    #[arg(long)]
+    only: bool,
     /// Rule set of the tables (default: the coordinator's).
     #[arg(long)]
     rules: Option<RuleSet>,
@@ -868,12 +873,36 @@ pub fn query(args: QueryArgs) -> Result<()> {
 
 /// `xqtb download`: each file is checked and only renamed into place when whole.
 pub fn download(args: DownloadArgs) -> Result<()> {
-    let sigs = tables(&args.signatures, RuleSet::default())?;
+    let named = tables(&args.signatures, args.rules.unwrap_or_default())?;
+    // A table the coordinator lacks is generated, with everything it needs, by submitting the
+    // tables asked for.
+    let asked: Vec<String> = named.iter().map(|t| t.signature.name()).collect();
+    let asked = asked.join(" ");
+    let wanted = if args.only {
+        named
+    } else {
+        xqtb_core::closure_of_tables(&named)
+    };
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
+    // Files already there and whole (every checksum right) are kept: a download interrupted
+    // or repeated fetches only what is missing.
+    let (present, missing): (Vec<TableId>, Vec<TableId>) = wanted
+        .into_iter()
+        .partition(|id| shard_is_whole(&args.output.join(ShardDir::file_name(id)), id));
+    for id in &present {
+        println!(
+            "{}: already in {}, whole (checksums verified); kept",
+            id.signature,
+            args.output.display()
+        );
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
     runtime()?.block_on(async {
         let mut client = tablebase_client(&args.server).await?;
-        for table in sigs {
+        for table in missing {
             let sig = table.signature;
             let mut stream = client
                 .download_shard(DownloadShardRequest {
@@ -882,7 +911,7 @@ pub fn download(args: DownloadArgs) -> Result<()> {
                 })
                 .await
                 .map_err(|s| {
-                    let fix = submit_fix(&sig.name(), args.rules, &args.server);
+                    let fix = submit_fix(&asked, args.rules, &args.server);
                     call_error(s, &args.server, Some(fix))
                 })?
                 .into_inner();
@@ -905,9 +934,7 @@ pub fn download(args: DownloadArgs) -> Result<()> {
             bar.finish_and_clear();
             let shard = storage_format::shard::read_shard(&bytes)
                 .with_context(|| format!("download of {sig}"))?;
-            let path = args.output.join(storage_format::store::ShardDir::file_name(
-                &shard.header.id(),
-            ));
+            let path = args.output.join(ShardDir::file_name(&shard.header.id()));
             let tmp = path.with_extension("part");
             std::fs::write(&tmp, &bytes)
                 .with_context(|| format!("cannot write {}", tmp.display()))?;
@@ -921,6 +948,15 @@ pub fn download(args: DownloadArgs) -> Result<()> {
         }
         Ok(())
     })
+}
+
+/// Whether `path` holds the whole shard file of `id`: it reads, and every checksum in it is
+/// right.
+fn shard_is_whole(path: &Path, id: &TableId) -> bool {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| storage_format::shard::read_shard(&bytes).ok())
+        .is_some_and(|shard| shard.header.id() == *id)
 }
 
 /// Arguments of `xqtb health`.

@@ -61,6 +61,29 @@ impl Source {
         }
     }
 
+    /// The command that puts the tables `table` needs (`count` of them missing) where this
+    /// source reads them.
+    fn fix_dependencies(&self, table: &TableId, count: usize) -> String {
+        let them = if count == 1 { "it" } else { "them" };
+        let rules = if table.rules == RuleSet::default() {
+            String::new()
+        } else {
+            format!(" --rules {}", table.rules)
+        };
+        let sig = table.signature.name();
+        match (&self.shards, &self.data) {
+            (Some(dir), _) => format!(
+                "fetch {them} with `xqtb download {sig}{rules} -o {} --server URL`",
+                shell_word(&dir.display().to_string())
+            ),
+            (None, Some(data)) => format!(
+                "generate {them} with `xqtb generate {sig}{rules} --data {}`",
+                shell_word(&data.display().to_string())
+            ),
+            (None, None) => format!("generate {them} with `xqtb generate {sig}{rules}`"),
+        }
+    }
+
     /// The commands that put `table` where this source reads it.
     fn fix(&self, table: &TableId) -> String {
         // Flags the commands take only when they differ from the defaults.
@@ -74,7 +97,8 @@ impl Source {
             (Some(dir), _) => {
                 let file = dir.join(ShardDir::file_name(table));
                 format!(
-                    "generate it with `xqtb generate {sig}{rules}` and write its shard file there with `xqtb export {sig}{rules} -o {}`",
+                    "fetch it, with the tables it needs, from a coordinator with `xqtb download {sig}{rules} -o {} --server URL`, or generate it with `xqtb generate {sig}{rules}` and write its shard file there with `xqtb export {sig}{rules} -o {}`",
+                    shell_word(&dir.display().to_string()),
                     shell_word(&file.display().to_string())
                 )
             }
@@ -495,9 +519,15 @@ pub fn tables(args: TablesArgs) -> Result<()> {
     let store = args.source.store()?;
     let headers = store.list_tables()?;
     let in_parts = InParts::list(&*store)?;
+    let lacking = missing_dependencies(&headers);
     if args.json {
         for h in &headers {
-            println!("{}", header_json(h));
+            let mut j = header_json(h);
+            let needs = lacking.iter().find(|(id, _)| *id == h.id());
+            j["missing_dependencies"] = needs
+                .map(|(_, d)| d.iter().map(|t| t.signature.name()).collect())
+                .unwrap_or_default();
+            println!("{j}");
         }
         for p in &in_parts {
             println!("{}", p.json());
@@ -512,6 +542,15 @@ pub fn tables(args: TablesArgs) -> Result<()> {
         println!("no whole tables in {}", store.describe());
     } else {
         print_whole_tables(&*store, &headers);
+    }
+    for (id, needs) in &lacking {
+        let names: Vec<String> = needs.iter().map(|t| t.signature.name()).collect();
+        println!(
+            "{}: probing it needs {}, not here; {}",
+            id.signature.name(),
+            names.join(" "),
+            args.source.fix_dependencies(id, needs.len())
+        );
     }
     if !in_parts.is_empty() {
         println!("tables in parts (pawn slices stored, waiting for the rest):");
@@ -529,6 +568,23 @@ pub fn tables(args: TablesArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The stored tables whose probing needs tables the store lacks (the tables their captures
+/// lead into, and theirs), with those tables.
+fn missing_dependencies(headers: &[TableHeader]) -> Vec<(TableId, Vec<TableId>)> {
+    let have: std::collections::BTreeSet<TableId> = headers.iter().map(|h| h.id()).collect();
+    headers
+        .iter()
+        .filter_map(|h| {
+            let id = h.id();
+            let needs: Vec<TableId> = xqtb_core::closure_of_tables(&[id])
+                .into_iter()
+                .filter(|t| *t != id && !have.contains(t))
+                .collect();
+            (!needs.is_empty()).then_some((id, needs))
+        })
+        .collect()
 }
 
 /// The table of whole tables of `xqtb tables`.

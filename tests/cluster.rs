@@ -478,22 +478,65 @@ fn concurrent_probes_and_downloads_are_correct() {
             t.await.unwrap();
         }
     });
-    // Download with the CLI: checksum verified, file probes identically.
+    // Download with the CLI: the table and every table probing it needs, checksums verified;
+    // every position probes as the library solved it, with its moves.
     let out = dir.path("dl");
+    let out_arg = out.display().to_string();
     let url = format!("http://127.0.0.1:{port}");
-    run_ok(&[
-        "download",
-        "KRvKA",
-        "KRvK",
-        "-o",
-        &out.display().to_string(),
-        "--server",
-        &url,
-    ]);
+    run_ok(&["download", "KRvKA", "-o", &out_arg, "--server", &url]);
+    let closure = xqtb_core::closure_of(&[s]);
+    let mut files: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let mut expected: Vec<String> = closure
+        .iter()
+        .map(|&t| storage_format::store::ShardDir::file_name(&TableId::new(RULES, t)))
+        .collect();
+    expected.sort();
+    assert_eq!(files, expected);
     let shards = probe::Tablebase::open_shards(&out).unwrap();
-    for (fen, v) in fens.iter() {
-        assert_eq!(shards.probe_fen(RULES, fen).unwrap().value, *v, "{fen}");
+    let mut probed = 0;
+    for slot in 0..table.index().size() {
+        for side in xiangqi::Color::ALL {
+            let Some(b) = table.index().board(slot, side) else {
+                continue;
+            };
+            if b.opponent_in_check() {
+                continue;
+            }
+            let v = xqtb_core::Probe::probe(&tables, RULES, &b).unwrap();
+            let r = shards.probe_board(RULES, &b).unwrap();
+            assert_eq!(r.value, v, "{}", b.fen());
+            probed += 1;
+        }
     }
+    assert!(probed > 20_000, "{probed}");
+    // Again: the files there are whole, so nothing is fetched.
+    let again = run_ok(&["download", "KRvKA", "-o", &out_arg, "--server", &url]);
+    assert_eq!(again.matches("kept").count(), closure.len(), "{again}");
+    // --only fetches the named table alone; `tables` and `probe` then name what is missing
+    // and the command that fetches it.
+    let only = dir.path("only");
+    let only_arg = only.display().to_string();
+    run_ok(&[
+        "download", "KRvKA", "--only", "-o", &only_arg, "--server", &url,
+    ]);
+    assert_eq!(std::fs::read_dir(&only).unwrap().count(), 1);
+    let listed = run_ok(&["tables", "--shards", &only_arg]);
+    let fetch = format!("`xqtb download KRvKA -o {only_arg} --server URL`");
+    assert!(listed.contains("KRvKA: probing it needs KRvK"), "{listed}");
+    assert!(listed.contains(&fetch), "{listed}");
+    // A KRvK position: the capture KRvKA leads into.
+    let refused = Command::new(BIN)
+        .args(["probe", "3k5/9/9/9/9/9/9/9/9/R3K4 w", "--shards", &only_arg])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{e}");
+    assert!(e.contains("is not in"), "{e}");
+    assert!(e.contains("xqtb download"), "{e}");
     let listed = rt.block_on(async {
         let mut c = TablebaseClient::new(channel(port).await);
         c.list_shards(ListShardsRequest {})
