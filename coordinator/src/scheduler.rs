@@ -1,6 +1,6 @@
-//! The job scheduler: jobs keyed by [`JobKey`] (today one per table), handed out under leases
-//! once their dependencies are finished, each only to a worker with the memory to hold it, the
-//! job with the longest estimated path to the end of the plan first.
+//! The job scheduler: jobs keyed by [`JobKey`] (a table, or a pawn slice of one), handed out
+//! under leases once their dependencies are finished, each only to a worker with the memory to
+//! hold it, the job with the longest estimated path to the end of the plan first.
 //!
 //! Pure state: time is passed in as Unix milliseconds and every change returns the records to
 //! persist, so the services and the tests drive it the same way and a restart resumes from the
