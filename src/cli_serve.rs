@@ -113,13 +113,13 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         .http_listen
         .unwrap_or_else(|| HttpConfig::default().listen);
     let config = args.http.config(listen);
-    crate::cli_cluster::runtime()?.block_on(async {
+    crate::runtime::runtime()?.block_on(async {
         let server = HttpServer::start(config, backend).await?;
         eprintln!(
             "serving {tables} tables from {source} on http://{}/ (Ctrl-C stops)",
             server.addr
         );
-        crate::cli_cluster::termination().await;
+        crate::runtime::termination().await;
         eprintln!("shutting down");
         server.stop().await
     })

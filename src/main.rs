@@ -6,6 +6,7 @@ mod cli_plan;
 mod cli_serve;
 mod cli_solve;
 mod cli_tables;
+mod runtime;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};

@@ -92,7 +92,7 @@ impl Default for Limits {
         Limits {
             request_timeout: Duration::from_secs(30),
             stream_idle_timeout: Duration::from_secs(30),
-            download_chunk_bytes: crate::grpc::CHUNK_BYTES,
+            download_chunk_bytes: 512 * 1024,
             calls_per_connection: 256,
             keepalive_interval: Duration::from_secs(30),
             keepalive_timeout: Duration::from_secs(20),

@@ -23,9 +23,6 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
 use xqtb_core::{ProbeError, SlotRange, TableId};
 
-/// Size of the chunks shards are streamed in (well under tonic's 4 MiB message limit).
-pub const CHUNK_BYTES: usize = 512 * 1024;
-
 /// The gRPC status of an application error.
 pub fn status_of(e: AppError) -> Status {
     match &e {

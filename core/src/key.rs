@@ -2,7 +2,7 @@
 //! its slots ([`SlotRange`]) and a job ([`JobKey`]: a table's slots to solve: the whole table,
 //! or one pawn slice of a large table with pawns, see [`crate::Slice`]).
 
-use crate::index::TableIndex;
+use crate::index::{SlotRange, TableIndex};
 use crate::rules::RuleSet;
 use crate::signature::Signature;
 use std::fmt;
@@ -40,40 +40,22 @@ impl fmt::Display for TableId {
     }
 }
 
-/// A half-open range `start..end` of a table's slots (per side to move; both sides of each slot
-/// belong to the range).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SlotRange {
-    /// First slot.
-    pub start: u64,
-    /// One past the last slot.
-    pub end: u64,
-}
-
-impl SlotRange {
-    /// Every slot of `signature`'s index.
-    pub fn whole(signature: &Signature) -> SlotRange {
-        SlotRange {
-            start: 0,
-            end: TableIndex::size_of(signature),
-        }
-    }
-
-    /// Number of slots.
-    pub fn len(&self) -> u64 {
-        self.end.saturating_sub(self.start)
-    }
-
-    /// Whether the range holds no slot.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl fmt::Display for SlotRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}..{}", self.start, self.end)
-    }
+/// The union of the closures of `targets` (tables of any rule sets), each table once, the
+/// tables of each rule set dependencies first, rule sets in [`RuleSet::ALL`] order.
+pub fn closure_of_tables(targets: &[TableId]) -> Vec<TableId> {
+    RuleSet::ALL
+        .iter()
+        .flat_map(|&rules| {
+            let roots: Vec<Signature> = targets
+                .iter()
+                .filter(|t| t.rules == rules)
+                .map(|t| t.signature)
+                .collect();
+            crate::signature::closure_of(&roots)
+                .into_iter()
+                .map(move |s| TableId::new(rules, s))
+        })
+        .collect()
 }
 
 /// One job of the cluster: the slots of a table to solve.

@@ -44,10 +44,11 @@ mod value;
 pub use cost::{BASE_BYTES, JobCost, TABLE_BYTES_PER_ENTRY, memory_for_jobs};
 pub use counts::{SideCounts, TableCounts};
 pub use index::{
-    MAX_PIECES, SCHEME_SLICED, SCHEME_WHOLE, SLICE_ALIGN, Shifts, Slice, SlotError, TableIndex,
+    MAX_PIECES, SCHEME_SLICED, SCHEME_WHOLE, SLICE_ALIGN, Shifts, Slice, SlotError, SlotRange,
+    TableIndex,
 };
-pub use key::{JobKey, SlotRange, TableId};
+pub use key::{JobKey, TableId, closure_of_tables};
 pub use rules::{MoveReading, RuleSet, UnknownRuleSet};
-pub use signature::{Limits, Material, Signature, SignatureError, closure_of, closure_of_tables};
+pub use signature::{Limits, Material, Signature, SignatureError, closure_of};
 pub use table::{Location, MemoryTables, Orientation, Probe, ProbeError, Table};
 pub use value::{Plies, Rule, RuleValue, Value};

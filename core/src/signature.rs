@@ -10,11 +10,13 @@
 //! 2 each); ties are broken by the counts of R, C, N, P, A, B in that order. So `KPABvKAABB`, not
 //! `KAABBvKPAB`. Equal sides are symmetric material (`KRvKR`): either colour may come first.
 
-use crate::MAX_PIECES;
 use std::fmt;
 use std::str::FromStr;
 use thiserror::Error;
 use xiangqi::{Board, Color, PieceKind};
+
+/// Most pieces a table may hold (kings included).
+pub const MAX_PIECES: usize = 16;
 
 /// Letters in the order a side is spelled.
 const SPELLING: [PieceKind; 6] = [
@@ -334,24 +336,6 @@ fn enumerate_sides(kind_pos: usize, side: &mut [u8; 7], limits: &Limits, out: &m
 /// always remove a piece, so fewer pieces first, then by name for a stable order.
 fn sort_dependencies_first(sigs: &mut [Signature]) {
     sigs.sort_by_key(|s| (s.0.piece_count(), s.name()));
-}
-
-/// The union of the closures of `targets` (tables of any rule sets), each table once, the
-/// tables of each rule set dependencies first, rule sets in [`RuleSet::ALL`](crate::RuleSet::ALL) order.
-pub fn closure_of_tables(targets: &[crate::TableId]) -> Vec<crate::TableId> {
-    crate::RuleSet::ALL
-        .iter()
-        .flat_map(|&rules| {
-            let roots: Vec<Signature> = targets
-                .iter()
-                .filter(|t| t.rules == rules)
-                .map(|t| t.signature)
-                .collect();
-            closure_of(&roots)
-                .into_iter()
-                .map(move |s| crate::TableId::new(rules, s))
-        })
-        .collect()
 }
 
 /// The union of the closures of `roots`, dependencies first, each table once.

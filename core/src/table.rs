@@ -1,8 +1,9 @@
 //! Solved tables in memory, the lookup of any position in a set of tables ([`Probe`]), and why a
 //! lookup can fail ([`ProbeError`]).
 
+use crate::index::SlotRange;
 use crate::index::TableIndex;
-use crate::key::{SlotRange, TableId};
+use crate::key::TableId;
 use crate::rules::RuleSet;
 use crate::signature::{Material, Signature};
 use crate::value::Value;

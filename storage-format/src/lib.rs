@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+mod io_error;
 pub mod shard;
 pub mod store;
 

@@ -91,7 +91,7 @@ pub enum ShardError {
     FileChecksum,
     /// Reading the file failed.
     #[error("{0}")]
-    Io(#[from] crate::store::IoError),
+    Io(#[from] crate::io_error::IoError),
 }
 
 impl From<CodecError> for ShardError {
@@ -105,7 +105,7 @@ impl From<CodecError> for ShardError {
 
 impl From<io::Error> for ShardError {
     fn from(e: io::Error) -> ShardError {
-        ShardError::Io(crate::store::IoError::new("reading shard file", e))
+        ShardError::Io(crate::io_error::IoError::new("reading shard file", e))
     }
 }
 

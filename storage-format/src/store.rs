@@ -18,6 +18,7 @@
 //! Block numbers are big-endian so that a prefix scan returns a table's blocks in order.
 
 use crate::codec::{BlockInfo, CodecError, EncodedTable, TableHeader, check_values, decode_table};
+pub use crate::io_error::IoError;
 use crate::shard::{self, ShardError, ShardLayout};
 use std::collections::HashMap;
 use std::fs::File;
@@ -48,35 +49,6 @@ pub fn parse_store_name(name: &str) -> Option<TableId> {
     let id = TableId::new(rules, signature);
     (store_name(&id) == name).then_some(id)
 }
-
-/// An I/O failure, with what was being done when it happened.
-#[derive(Debug, Clone, Error)]
-#[error("{context}: {source}")]
-pub struct IoError {
-    /// What was being done, e.g. `reading ./shards/KRvK.xqtb`.
-    pub context: String,
-    /// The operating system's error.
-    #[source]
-    pub source: Arc<std::io::Error>,
-}
-
-impl IoError {
-    /// `source` while doing `context`.
-    pub fn new(context: impl Into<String>, source: std::io::Error) -> IoError {
-        IoError {
-            context: context.into(),
-            source: Arc::new(source),
-        }
-    }
-}
-
-impl PartialEq for IoError {
-    fn eq(&self, other: &IoError) -> bool {
-        self.context == other.context && self.source.kind() == other.source.kind()
-    }
-}
-
-impl Eq for IoError {}
 
 /// Why a store operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

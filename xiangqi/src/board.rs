@@ -69,12 +69,6 @@ impl Default for Board {
     }
 }
 
-impl std::fmt::Debug for Board {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Board({})", crate::fen::to_fen(self))
-    }
-}
-
 impl Board {
     /// A board with no pieces. Place both kings before asking about checks or moves.
     pub const fn empty(side: Color) -> Board {

@@ -235,3 +235,10 @@ impl Board {
         to_fen(self)
     }
 }
+
+/// A board shows as its FEN.
+impl std::fmt::Debug for Board {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Board({})", to_fen(self))
+    }
+}

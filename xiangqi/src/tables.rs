@@ -1,6 +1,6 @@
 //! Move geometry computed at compile time: step targets, blocking points and legal-square masks.
 
-use crate::types::{Color, PieceKind};
+use crate::types::{Color, PieceKind, Square};
 
 /// Up to eight destinations from one square, each with the point that must be empty
 /// (the elephant's eye or the horse's leg; unused for other pieces).
@@ -294,6 +294,13 @@ pub(crate) static RAY_LEN: [[u8; 4]; 90] = {
     }
     t
 };
+
+impl Square {
+    /// Whether `kind` of `color` may ever stand here (see the table in the rules).
+    pub fn is_legal_for(self, color: Color, kind: PieceKind) -> bool {
+        legal_squares(color, kind) & (1u128 << self.index()) != 0
+    }
+}
 
 #[cfg(test)]
 mod tests {

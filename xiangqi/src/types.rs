@@ -301,11 +301,6 @@ impl Square {
         let rank = b[1].wrapping_sub(b'0');
         (file < 9 && rank < 10).then(|| Square::new(file, rank))
     }
-
-    /// Whether `kind` of `color` may ever stand here (see the table in the rules).
-    pub fn is_legal_for(self, color: Color, kind: PieceKind) -> bool {
-        crate::tables::legal_squares(color, kind) & (1u128 << self.0) != 0
-    }
 }
 
 impl fmt::Display for Square {

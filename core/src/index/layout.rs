@@ -28,8 +28,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use strength_reduce::StrengthReducedU64;
 use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
 
-/// Most pieces a table may hold (kings included).
-pub const MAX_PIECES: usize = 16;
+pub use crate::signature::MAX_PIECES;
 
 pub(super) const NONE: u8 = 0xFF;
 const SYM_BIT: u32 = 1 << 31;

@@ -16,10 +16,10 @@ mod layout;
 
 pub use layout::MAX_PIECES;
 
-use crate::key::SlotRange;
 use crate::signature::Signature;
 use layout::Layout;
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use xiangqi::{Board, Color, Piece, PieceKind, Square, legal_squares};
 
@@ -606,6 +606,42 @@ impl Shifts<'_> {
             .slot_after_shift(self.slot, &self.squares, pos, to)
     }
 }
+/// A half-open range `start..end` of a table's slots (per side to move; both sides of each slot
+/// belong to the range).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SlotRange {
+    /// First slot.
+    pub start: u64,
+    /// One past the last slot.
+    pub end: u64,
+}
+
+impl SlotRange {
+    /// Every slot of `signature`'s index.
+    pub fn whole(signature: &Signature) -> SlotRange {
+        SlotRange {
+            start: 0,
+            end: TableIndex::size_of(signature),
+        }
+    }
+
+    /// Number of slots.
+    pub fn len(&self) -> u64 {
+        self.end.saturating_sub(self.start)
+    }
+
+    /// Whether the range holds no slot.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Display for SlotRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{}", self.start, self.end)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
