@@ -65,49 +65,49 @@ impl Source {
     /// source reads them.
     fn fix_dependencies(&self, table: &TableId, count: usize) -> String {
         let them = if count == 1 { "it" } else { "them" };
-        let rules = if table.rules == RuleSet::default() {
-            String::new()
-        } else {
-            format!(" --rules {}", table.rules)
-        };
-        let sig = table.signature.name();
+        let table = table_args(table);
         match (&self.shards, &self.data) {
             (Some(dir), _) => format!(
-                "fetch {them} with `xqtb download {sig}{rules} -o {} --server URL`",
+                "fetch {them} with `xqtb download {table} -o {} --server URL`",
                 shell_word(&dir.display().to_string())
             ),
             (None, Some(data)) => format!(
-                "generate {them} with `xqtb generate {sig}{rules} --data {}`",
+                "generate {them} with `xqtb generate {table} --data {}`",
                 shell_word(&data.display().to_string())
             ),
-            (None, None) => format!("generate {them} with `xqtb generate {sig}{rules}`"),
+            (None, None) => format!("generate {them} with `xqtb generate {table}`"),
         }
     }
 
     /// The commands that put `table` where this source reads it.
     fn fix(&self, table: &TableId) -> String {
-        // Flags the commands take only when they differ from the defaults.
-        let rules = if table.rules == RuleSet::default() {
-            String::new()
-        } else {
-            format!(" --rules {}", table.rules)
-        };
-        let sig = table.signature.name();
+        let file_name = ShardDir::file_name(table);
+        let table = table_args(table);
         match (&self.shards, &self.data) {
             (Some(dir), _) => {
-                let file = dir.join(ShardDir::file_name(table));
+                let file = dir.join(file_name);
                 format!(
-                    "fetch it, with the tables it needs, from a coordinator with `xqtb download {sig}{rules} -o {} --server URL`, or generate it with `xqtb generate {sig}{rules}` and write its shard file there with `xqtb export {sig}{rules} -o {}`",
+                    "fetch it, with the tables it needs, from a coordinator with `xqtb download {table} -o {} --server URL`, or generate it with `xqtb generate {table}` and write its shard file there with `xqtb export {table} -o {}`",
                     shell_word(&dir.display().to_string()),
                     shell_word(&file.display().to_string())
                 )
             }
             (None, Some(data)) => format!(
-                "generate it with `xqtb generate {sig}{rules} --data {}`",
+                "generate it with `xqtb generate {table} --data {}`",
                 shell_word(&data.display().to_string())
             ),
-            (None, None) => format!("generate it with `xqtb generate {sig}{rules}`"),
+            (None, None) => format!("generate it with `xqtb generate {table}`"),
         }
+    }
+}
+
+/// A table as the commands that make it take it: its signature, and its rule set when that is
+/// not the default.
+fn table_args(table: &TableId) -> String {
+    if table.rules == RuleSet::default() {
+        table.signature.name()
+    } else {
+        format!("{} --rules {}", table.signature.name(), table.rules)
     }
 }
 
