@@ -11,13 +11,12 @@
 //!   Two bytes per entry are the table being solved; the overhead is the rule phase's and the
 //!   verifier's bookkeeping at their peak (asian), or the encoded blocks and the store's page
 //!   cache at the end (cycles-are-draws); a dependency costs its two-byte codes and a little of
-//!   the store's cache. Fitted to be at or above every measured peak, by at most 20% for the
-//!   tables of more than 12 M entries (smaller ones are dominated by the base): the scheduler
-//!   refuses a worker whose memory is below the estimate, so too low an estimate is an
-//!   out-of-memory kill and too high a slightly idle worker. The base is a fresh worker's; a
-//!   worker's memory between jobs grows over a run (its cache store's pages, by up to some
-//!   50 MB), and the scheduler counts what it holds beyond the base as taken
-//!   ([`memory_for_jobs`]).
+//!   the store's cache. Fitted to be at or above every measured peak and not far above it on
+//!   large tables (small ones are dominated by the base; the tests below hold it to both): the
+//!   scheduler refuses a worker whose memory is below the estimate, so too low an estimate is
+//!   an out-of-memory kill and too high a slightly idle worker. The base is a fresh worker's; a
+//!   worker's memory between jobs grows over a run (its cache store's pages), and the scheduler
+//!   counts what it holds beyond the base as taken ([`memory_for_jobs`]).
 //! - CPU: `rate(rules, sides) × pieces × entries`, kings counted in the pieces; CPU seconds of a
 //!   worker that has its cores to itself (on a loaded machine fewer are measured: rayon's idle
 //!   threads spin less). Under asian rules a table whose weaker side has an attacking piece
@@ -25,18 +24,18 @@
 //!   the repetition rules decide (perpetual checks and chases need an attacker), and deciding
 //!   them is most of the rule phase.
 //! - Stored bytes: a rate per entry, rule set and the same split, the mean of the measured
-//!   tables weighted by their entries. Single tables vary by a factor of two or more around it
-//!   either way; totals over many tables are what it is for.
+//!   tables weighted by their entries. Single tables compress very differently, so one table
+//!   can be far from it either way; totals over many tables are what it is for.
 //!
-//! Measured on tables of up to 262 M entries and 8 pieces; larger tables are extrapolated.
+//! Tables larger than the measured ones are extrapolated.
 
 use crate::key::JobKey;
 use crate::rules::RuleSet;
 use xiangqi::Color;
 
 /// Bytes a worker holds besides the job's tables: the binary, its threads and allocator arenas,
-/// the local cache store and the encoder (a worker after small jobs: 15.1 MB; `xqtb solve` of a
-/// table of a few hundred thousand entries: 11.7–13.3 MB).
+/// the local cache store and the encoder. Set just above what a fresh worker and `xqtb solve`
+/// of a small table were measured to hold, so that small jobs are not underestimated.
 pub const BASE_BYTES: u64 = 16_000_000;
 
 /// Bytes per entry of a table held in memory: one two-byte code per slot and side to move, for
@@ -44,14 +43,13 @@ pub const BASE_BYTES: u64 = 16_000_000;
 pub const TABLE_BYTES_PER_ENTRY: f64 = 2.0;
 
 /// Bytes per dependency entry on top of its code: its blocks in the store's page cache and
-/// while they are decoded (KRNvKABB against KRNvKR, the same size: 32.7 M more dependency
-/// entries, 75 MB more at the peak).
+/// while they are decoded. Fitted on two tables of the same size whose dependencies differ in
+/// size (KRNvKABB and KRNvKR), so that the difference in their peaks is the dependencies' alone.
 const DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY: f64 = 0.2;
 
 /// The memory a worker of `memory_bytes` has for a job's [`JobCost::solve_bytes`] while it holds
-/// `resident_bytes` between jobs: what it holds beyond [`BASE_BYTES`] (its cache store's pages,
-/// mostly: a worker's resident memory grows by some 50 MB over a long run) is not there for the
-/// job.
+/// `resident_bytes` between jobs: what it holds beyond [`BASE_BYTES`] (mostly its cache store's
+/// pages, which grow over a long run) is not there for the job.
 pub fn memory_for_jobs(memory_bytes: u64, resident_bytes: u64) -> u64 {
     memory_bytes.saturating_sub(held_beyond_base(resident_bytes))
 }
@@ -249,7 +247,7 @@ mod tests {
     #[test]
     fn stored_estimates_add_up_over_the_measured_tables() {
         // Stored bytes measured (identical in every run), tables of 10 M entries or more; the
-        // asian tables with attackers on both sides as stored with indexed blocks (2026-12-04).
+        // asian tables with attackers on both sides as stored with indexed blocks.
         let measured: [(&str, u64, u64); 8] = [
             ("KRvKPP", 756_134, 799_166),
             ("KRAvKRA", 556_882, 607_515),

@@ -9,7 +9,8 @@ use thiserror::Error;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum RuleSet {
     /// Any position retrograde analysis does not resolve is a draw: cycles never decide a game.
-    /// The only rule set of the first versions; tables stored then keep it.
+    /// Store names and headers written before rule sets existed mean this one, so those
+    /// tables stay readable as they are.
     CyclesAreDraws,
     /// The Asian (AXF/WXF) rules: a side that can only avoid losing by checking for ever, or by
     /// chasing one piece for ever, loses (see `docs/repetition-rules.md`). The default for new

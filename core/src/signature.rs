@@ -525,8 +525,9 @@ mod tests {
         assert!(err("KR1vK").to_string().contains("'1'"));
     }
 
-    /// Found by fuzzing (fuzz/regressions/signature/): counts wrapped at 256 letters, and
-    /// signatures no index can number were accepted (`xqtb info` then panicked or overflowed).
+    /// Names the fuzzer turns up (fuzz/regressions/signature/): a count of 256 letters must not
+    /// wrap around, and a signature no index can number must be refused, or `xqtb info` would
+    /// panic or overflow on it.
     #[test]
     fn signatures_no_index_can_number_are_refused() {
         let err = |s: &str| s.parse::<Signature>().unwrap_err();

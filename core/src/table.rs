@@ -387,8 +387,8 @@ impl MemoryTables {
                 .map_err(|e| ProbeError::Illegal(e.to_string()))
         };
         // One lookup of the id for a table held whole, as every capture probe of the solver
-        // and the verifier finds it (hashing the id twice was about 1.4 s of a KRNvKR closure's
-        // profile).
+        // and the verifier finds it: this runs once per capture, so a second hash of the id
+        // would show in every solve.
         let (slot, table) = match self.tables.get(&id) {
             Some(t) => (slot_in(t)?, &**t),
             None => {

@@ -116,7 +116,7 @@ impl Value {
     /// Two-byte encoding: 0 draw, `0xFFFF` illegal, `dtm + 1` for mates (the parity of the
     /// distance tells win from loss), and from `0x4000` the rule values by round, rule and plies
     /// (parity again telling win from loss). Tables without rule values use codes below `0x4000`
-    /// only, as before rule values existed.
+    /// only, so tables written without rule values decode the same.
     #[inline]
     pub const fn encode(self) -> u16 {
         match self {

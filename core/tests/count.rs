@@ -246,8 +246,8 @@ fn count_all_is_the_sum_over_materials() {
     assert_eq!(sum, all.placements);
     assert_eq!(beyond_u128.len(), 3);
 
-    // Regression value, cross-checked during development by an independent arbitrary-precision
-    // (Python) evaluation of the same decomposition.
+    // Regression value, cross-checked by an independent arbitrary-precision (Python) evaluation
+    // of the same decomposition.
     assert_eq!(
         all.placements.to_string(),
         "7583767311308936928441671793917387439659"

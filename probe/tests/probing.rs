@@ -357,8 +357,8 @@ fn asian_rule_values_agree_one_ply_deep_across_captures() {
 }
 
 /// A pawn's step into another slice reads like a capture (the table is solved slice by slice):
-/// the prober must read it so too, or it finds the stored values inconsistent with their moves
-/// (as it did for KRvKNP, found by a cluster run, and KNvKPP).
+/// the prober must read it so too, or it finds the stored values inconsistent with their moves.
+/// KNvKPP is small and has such steps into rule values of another slice.
 #[test]
 fn asian_rule_values_agree_one_ply_deep_across_pawn_slices() {
     let (decided, across) = probe_rule_values("KNvKPP", true, 20);

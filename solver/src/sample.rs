@@ -47,10 +47,10 @@ pub struct SamplePolicy {
 }
 
 impl SamplePolicy {
-    /// 1% of the legal entries or 100,000 of them, whichever is larger: a few hundred
-    /// milliseconds for the largest tables of today, against minutes of solving (see
-    /// `BENCHMARKS.md`), and enough to catch a handful of wrong values in any table with near
-    /// certainty.
+    /// 1% of the legal entries or 100,000 of them, whichever is larger: cheap next to solving
+    /// and verifying, which visit every entry, yet by the bound in the module documentation `k`
+    /// independent wrong values all escape with probability at most about `0.99^k` (under 1%
+    /// from 500 of them), and less in tables small enough for the minimum to be a larger share.
     pub const DEFAULT: SamplePolicy = SamplePolicy {
         percent: 1.0,
         minimum: 100_000,
@@ -239,8 +239,8 @@ fn draw(index: &TableIndex, slots: SlotRange, n: u64, legal: u64, seed: u64) -> 
 const ENTRIES_PER_TASK: usize = 1 << 12;
 
 /// Sampled entries checked per round: each round decodes the blocks its entries and their
-/// successors lie in and keeps only the codes it needs (about 35 per sampled entry, ten bytes
-/// each: some 23 MB a round).
+/// successors lie in and keeps only the codes it needs (an entry's own and its successors'), so
+/// a round's memory depends on this count, not on the size of the table.
 const ENTRIES_PER_ROUND: usize = 1 << 16;
 
 /// Checks `entries` (side to move, slot) of `table` (whole or a part holding them) one ply deep

@@ -54,7 +54,8 @@ pub(crate) fn forced_to_offend(
     let mut checks = true;
     let mut chased = !0u128;
     let mut checks_only = MoveList::new();
-    // Moves are classified on a copy of the board (a classifier, with its own copy, cost more).
+    // Moves are classified on a copy of the board, made when a move first needs it (a
+    // `Classifier`, with a board of its own, costs more).
     let mut scratch = Board::default();
     let mut classes: Option<MoveClasses> = None;
     for (i, &m) in moves.iter().enumerate() {
@@ -495,7 +496,8 @@ impl<'a> Follows<'a> {
         let pos = &*pos;
         let board = &pos.board;
         let (moves, slots) = pos.last_successors();
-        // Moves are classified on a copy of the board (a classifier, with its own copy, cost more).
+        // Moves are classified on a copy of the board, made when a move first needs it (a
+        // `Classifier`, with a board of its own, costs more).
         let mut scratch = Board::default();
         let mut classes: Option<MoveClasses> = None;
         // Moves out of the set are looked at only until one escapes, the captures (a probe each)
@@ -558,8 +560,8 @@ impl<'a> Follows<'a> {
 
 /// The arcs of the seeds of a node set (a round's terminals, or the forced draws) in one chunk
 /// of [`crate::CHUNK_SLOTS`] slots of one side, found while the set is gathered, so that a
-/// seed's moves are generated once (on KRNvKR a second pass over the terminals' moves cost
-/// about 0.8 s CPU): the seeds' job slots in order, each with its arcs and whether it escapes.
+/// seed's moves are generated once rather than again in a second pass over the seeds when the
+/// graph is built: the seeds' job slots in order, each with its arcs and whether it escapes.
 /// Until the set is numbered an arc's target is the successor's job slot.
 #[derive(Default)]
 struct SeedArcs {
@@ -982,9 +984,9 @@ impl<'a> Space<'a> {
     }
 }
 
-/// A set of states of the fixed points, one bit each: the sweeps read them at random, and as
-/// bits they stay in the processor's cache on graphs of a million nodes (as bytes they did not:
-/// on KRNvKR the sweeps took a third longer).
+/// A set of states of the fixed points, one bit each: the sweeps read them at random, and a
+/// bit per state (rather than a byte) keeps eight times as many of them in the processor's
+/// cache on large graphs.
 #[derive(Clone, PartialEq, Eq)]
 struct Bits(Vec<u64>);
 

@@ -164,7 +164,7 @@ fn asian_rule_values_across_slices_krvkpp() {
     sliced_equals_whole("KRvKPP", RuleSet::Asian);
 }
 
-/// Larger tables, exact under both rule sets (minutes in all): run with --ignored.
+/// Larger tables, exact under both rule sets: too slow for every run, so run with --ignored.
 mod slow {
     use super::*;
     #[test]
@@ -382,9 +382,9 @@ fn the_sample_check_reads_a_slice_and_the_slices_it_leads_into() {
 /// Under the Asian rules a whole table of several slices is made slice by slice, so a pawn's
 /// step into another slice is read like a capture (rule values there count as round 0). The
 /// coordinator's sample check of a whole uploaded table must read it so too: every legal
-/// entry of these tables, solved as `xqtb solve` solves them, passes the one-ply check. (A
-/// cluster run of KRvKNP found it did not: positions whose rule value comes through a pawn
-/// advance into a round-1 rule value of another slice were refused.)
+/// entry of these tables, solved as `xqtb solve` solves them, passes the one-ply check. (Read
+/// as a quiet move instead, a position whose rule value comes through a pawn advance into a
+/// round-1 rule value of another slice would look inconsistent and be refused.)
 fn a_whole_sliced_table_passes_the_sample_check_everywhere(name: &str) {
     use solver::sample::{SamplePolicy, check_sample};
     let rules = RuleSet::Asian;
@@ -406,8 +406,8 @@ macro_rules! whole_sliced_tables_pass_the_sample_check {
     };
 }
 
-// The two tables (small enough for CI) in which the check failed before moves between slices
-// were read as exits.
+// Two tables small enough for CI that have such positions: rule values reached through a pawn
+// advance into another slice.
 whole_sliced_tables_pass_the_sample_check! {
     whole_knvkpp_passes_the_sample_check: "KNvKPP",
     whole_kcvkpp_passes_the_sample_check: "KCvKPP"

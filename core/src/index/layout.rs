@@ -79,8 +79,8 @@ struct Group {
 
 /// The placements of `count` pawns of one colour split by the ranks they stand on: for each
 /// combinatorial rank its part and its place within it. Computed once per colour and count,
-/// for every slice of every table (a slice scanning all placements itself made planning the
-/// two-attacker set ten times slower, and holding its own inverse cost megabytes a slice).
+/// for every slice of every table: if each slice scanned all placements itself, planning many
+/// tables would repeat that scan for every slice, and each slice would hold its own copy.
 struct Partition {
     part_of: Vec<u32>,
     place_in_part: Vec<u32>,
@@ -507,7 +507,8 @@ pub(super) struct Layout {
     half: Vec<u64>,
     full: u64,
     /// The divisors of decoding, strength-reduced (decoding every slot of a table in turn is
-    /// the solver's commonest operation, and hardware division dominated it).
+    /// the solver's commonest operation, and a multiply and shift is much cheaper than a
+    /// hardware division).
     full_div: StrengthReducedU64,
     size_div: Vec<StrengthReducedU64>,
     stride_div: Vec<StrengthReducedU64>,

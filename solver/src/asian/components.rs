@@ -283,8 +283,8 @@ pub(super) fn search_components(
         filled += n;
         searched += n;
     }
-    // Each dirty node's batch, in one pass (a pass per batch read every node's root each time):
-    // node ids, in order, which take half the memory of entries.
+    // Each dirty node's batch, in one pass over the nodes (a pass per batch would read every
+    // node's root once per batch): node ids, in order, which take half the memory of entries.
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); batches.len()];
     if !batches.is_empty() {
         for id in 0..nodes.len {

@@ -41,8 +41,8 @@ impl TableGame {
             .par_chunks(1024)
             .map(|chunk| {
                 let mut pos = s.position();
-                // Each node's moves are classified on a copy of its board (a classifier of its
-                // own per node, with its copy, cost more).
+                // Each node's moves are classified on a copy of its board in one scratch board
+                // per chunk (a `Classifier` per node, with a board of its own, costs more).
                 let mut scratch = xiangqi::Board::default();
                 let mut moves = Vec::new();
                 let mut ends = Vec::with_capacity(chunk.len());
