@@ -1,7 +1,7 @@
 //! Index benchmarks: decoding runs of consecutive slots (the solver's scans), decoding and
 //! encoding scattered slots, and the slot of a shifted piece (every move the solver follows).
 //!
-//! `cargo bench -p storage-format --bench index -- --quick` for a fast run.
+//! `cargo bench -p xqtb-core --bench index -- --quick` for a fast run.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;

@@ -280,11 +280,11 @@ fn check_cycle(line: &probe::MainLine, rule: xqtb_core::Rule) -> usize {
     1
 }
 
-/// Probes every rule-decided position of `root` (Asian rules, stored with its closure): the
-/// stored value, every move's value one ply deep (a capture, and under `slices_apart` a pawn's
-/// step into another slice, read as an exit: rule values there count as round 0), and the main
-/// line to the rule's cycle (of every `lines_every`-th). Returns how many positions were decided by rule and how many moves
-/// into rule values of another table or slice were probed.
+/// Probes every rule-decided position of `root` (Asian rules, stored with its closure): the stored
+/// value, every move's value one ply deep (a capture, and under `slices_apart` a pawn's step into
+/// another slice, read as an exit: rule values there count as round 0), and the main line to the
+/// rule's cycle (of every `lines_every`-th). Returns how many positions were decided by rule and
+/// how many moves into rule values of another table or slice were probed.
 fn probe_rule_values(root: &str, slices_apart: bool, lines_every: usize) -> (usize, usize) {
     let rules = xqtb_core::RuleSet::Asian;
     let root = sig(root);

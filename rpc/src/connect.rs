@@ -104,8 +104,8 @@ pub async fn connect(url: &str, ca: Option<&Path>) -> Result<Channel, ConnectErr
         .map_err(|e| bad_url(error_chain(&e)))?
         .connect_timeout(CONNECT_TIMEOUT)
         .tcp_nodelay(true);
-    // `127.0.0.1:7070` parses (as a host and port without a scheme) and only fails on connecting
-    // with "invalid URL, scheme is missing"; say so before.
+    // `127.0.0.1:7070` parses (as a host and port without a scheme) and would only fail on
+    // connecting, with a vague "invalid URL, scheme is missing"; refuse it here, saying why.
     if endpoint.uri().scheme().is_none() || endpoint.uri().host().is_none() {
         return Err(bad_url("it has no scheme or no host".into()));
     }

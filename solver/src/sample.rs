@@ -3,12 +3,12 @@
 //! a worker with bad memory, a bug or a wrong build cannot poison the store.
 //!
 //! Each sampled entry is checked exactly as the verifier's local pass checks every entry
-//! ([`verify`](crate::verify()), one shared function): its legality must match its code, and its stored
-//! value must equal the best of its successors' stored values, read from the table itself for
-//! quiet moves and from the dependency tables for captures. Under the Asian rules a position
-//! stored as lost by rule 0 plies away takes its value from the rule and passes as the local
-//! pass lets it pass; the rule checks that prove such positions need the whole table and are
-//! not repeated here.
+//! ([`verify`](crate::verify()), one shared function): its legality must match its code, and its
+//! stored value must equal the best of its successors' stored values, read from the table itself
+//! for quiet moves and from the dependency tables for captures. Under the Asian rules a position
+//! stored as lost by rule 0 plies away takes its value from the rule and passes as the local pass
+//! lets it pass; the rule checks that prove such positions need the whole table and are not
+//! repeated here.
 //!
 //! A full verification proves a table; a sample only makes it unlikely that wrong values go
 //! unnoticed. A wrong value is caught when its own entry is sampled (and often when one of its

@@ -10,13 +10,12 @@
 //! move loses: the checks below take those moves of their seeds as settled.
 //! What is left to show:
 //! 1. **Every terminal really is trapped.** For each round `k`, the terminals of round `k` and the
-//!    positions their offences lead to must form a trap against the positions decided before
-//!    round `k` (mates and earlier rounds): each terminal's every move loses outright or is an
-//!    offence (a check, or a chase of one followed piece, a check that chases it included) into
-//!    the trap, and the other side can
-//!    keep it there while making infinitely many moves that are not checks (and, for chases,
-//!    for every piece of the offender, infinitely many moves that do not chase it). Then the
-//!    offender can only offend for ever, or step into a position already lost for it.
+//!    positions their offences lead to must form a trap against the positions decided before round
+//!    `k` (mates and earlier rounds): each terminal's every move loses outright or is an offence (a
+//!    check, or a chase of one followed piece, a check that chases it included) into the trap, and
+//!    the other side can keep it there while making infinitely many moves that are not checks (and,
+//!    for chases, for every piece of the offender, infinitely many moves that do not chase it).
+//!    Then the offender can only offend for ever, or step into a position already lost for it.
 //! 2. **No trap was missed.** Among the drawn positions, those whose side to move can only offend
 //!    or lose must contain no trap against all decided positions; otherwise some draw is a loss.
 //!

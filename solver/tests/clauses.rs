@@ -33,9 +33,9 @@ fn checks(board: &Board, m: Move) -> bool {
     b.in_check(b.side_to_move())
 }
 
-/// Checks the defender's position `fen` (the defender to move): a rule loss by perpetual
-/// check under the Asian rules, a draw when cycles are draws; every move that does not check is
-/// lost to a forced mate (an ordinary win for the other side), every check leads to a rule win by perpetual
+/// Checks the defender's position `fen` (the defender to move): a rule loss by perpetual check
+/// under the Asian rules, a draw when cycles are draws; every move that does not check is lost to a
+/// forced mate (an ordinary win for the other side), every check leads to a rule win by perpetual
 /// check for the other side. Then plays the table's line (the defender resisting longest, the
 /// winner going for the quickest rule win) until a position repeats, and adjudicates it: the
 /// defender must lose by perpetual check, every one of its moves in the cycle being a check.
@@ -119,9 +119,9 @@ fn assert_forced_perpetual_check(sig: &str, fen: &str) {
     assert_eq!(a.offences[winner.index()], Offence::None);
 }
 
-/// KRvKN, Black (king e9, horse i4) to move against Red's king f1 and rook d7: the rook
-/// threatens mate, and every horse or king move that does not check loses to a forced mate;
-/// only i4g3+, followed by more horse checks, avoids mate. The horse must check for ever: Black loses by
+/// KRvKN, Black (king e9, horse i4) to move against Red's king f1 and rook d7: the rook threatens
+/// mate, and every horse or king move that does not check loses to a forced mate; only i4g3+,
+/// followed by more horse checks, avoids mate. The horse must check for ever: Black loses by
 /// perpetual check (draw if cycles are draws).
 #[test]
 fn krkn_the_horse_that_can_only_check_for_ever_loses() {

@@ -16,10 +16,9 @@
 //!   `Z` (a Büchi condition: the winner plays non-checking moves infinitely often);
 //! - perpetual-chase trap for winner `W` and a followed victim `v` of `W`: the same over nodes
 //!   paired with `v`'s slot, the offender's moves being chases of `v` (checks that chase `v`
-//!   included), and the winner's condition
-//!   generalised: infinitely often a non-check, and for every followed piece `u` of the offender,
-//!   infinitely often a move that does not chase `u` (so the winner is neither a perpetual
-//!   checker nor a perpetual chaser).
+//!   included), and the winner's condition generalised: infinitely often a non-check, and for every
+//!   followed piece `u` of the offender, infinitely often a move that does not chase `u` (so the
+//!   winner is neither a perpetual checker nor a perpetual chaser).
 
 use super::graph::{Edge, Game, Graph, Label, NodeId, Outcome, SLOTS, Target};
 use xiangqi::Color;

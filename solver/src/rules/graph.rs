@@ -1,18 +1,18 @@
-//! An abstract game graph for the repetition rules: positions as nodes with a side to move,
-//! moves as edges labelled by what they do (a check, a chase of some pieces, both, or neither). The rule
-//! engine ([`super::solve_graph`], [`super::traps`]) works on this graph only, so it can be
-//! checked against a brute-force solver of the same definition on small random graphs, and the
-//! table solver feeds it the part of a table where the rules can decide something.
+//! An abstract game graph for the repetition rules: positions as nodes with a side to move, moves
+//! as edges labelled by what they do (a check, a chase of some pieces, both, or neither). The rule
+//! engine ([`super::solve_graph`], [`super::traps`]) works on this graph only, so it can be checked
+//! against a brute-force solver of the same definition on small random graphs, and the table solver
+//! feeds it the part of a table where the rules can decide something.
 //!
 //! # The game
-//! A play starts at a node; the side to move picks an edge. An edge to an [`Outcome`] ends the
-//! game with that result; a node without edges is lost for its side to move. A play that never
-//! ends is judged by what each side does from some point on for ever: a side whose every move
-//! from some point on is a check commits *perpetual check*; otherwise, a side whose every move
-//! from some point on chases one and the same piece (followed through the edges' slot maps;
-//! a check that also chases it counts) commits *perpetual chase*. The side with the greater offence (check > chase > none) loses;
-//! equal offences are a draw. A node is won for a side that can force a win whatever the other
-//! does, lost when the other side can, and drawn otherwise.
+//! A play starts at a node; the side to move picks an edge. An edge to an [`Outcome`] ends the game
+//! with that result; a node without edges is lost for its side to move. A play that never ends is
+//! judged by what each side does from some point on for ever: a side whose every move from some
+//! point on is a check commits *perpetual check*; otherwise, a side whose every move from some
+//! point on chases one and the same piece (followed through the edges' slot maps; a check that also
+//! chases it counts) commits *perpetual chase*. The side with the greater offence (check > chase >
+//! none) loses; equal offences are a draw. A node is won for a side that can force a win whatever
+//! the other does, lost when the other side can, and drawn otherwise.
 //!
 //! Moves alternate: every edge between nodes leads to a node of the other side to move (as moves
 //! do on a board), and slot maps are permutations.
