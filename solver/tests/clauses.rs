@@ -1,10 +1,10 @@
 //! The perpetual-check clause of the Asian rules in solved tables: positions whose defender
 //! can avoid mate only by checking for ever, solved under both rule sets.
 //!
-//! Rule text (`/work/shared/docs/rules-asian.md`, "What the rule texts say"): "Perpetual check
-//! loses, whatever the other side does, unless the other side also checks perpetually"; [ASIA]
-//! rule 6: "Under any circumstance, the side that perpetually checks with one piece or several
-//! pieces will be ruled as loss" (`/work/research/rules/rules-notes.md` §2). So a position in
+//! Rule text (the brief's "What the rule texts say", restated in `docs/repetition-rules.md`):
+//! "Perpetual check loses, whatever the other side does, unless the other side also checks
+//! perpetually"; [ASIA] rule 6: "Under any circumstance, the side that perpetually checks with
+//! one piece or several pieces will be ruled as loss" (AXF rule book, chapter 4). So a position in
 //! which every move of the side to move either is mated or keeps up a check, while the other
 //! side never checks, is lost for the side to move under the Asian rules: a rule loss by
 //! perpetual check (`Value::RuleLoss` with `Rule::PerpetualCheck`), and a draw when cycles are

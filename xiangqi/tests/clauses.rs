@@ -4,9 +4,11 @@
 //!
 //! The expected verdict of every test is taken from the rule text, never from the program:
 //! the doc comment of each test quotes or paraphrases the clause, with its source:
-//! - `rules-asian.md` = `/work/shared/docs/rules-asian.md` ("What the rule texts say");
-//! - `rules-notes.md` = `/work/research/rules/rules-notes.md`, which quotes the AXF rule book
-//!   ("Asian Chinese Chess Rules", chapter 4, rules 1-40, [ASIA]) and the WXF rules ([WXF]).
+//! - `rules-asian.md`: the project brief's summary of the rule texts ("What the rule texts
+//!   say"), as restated in `docs/repetition-rules.md`;
+//! - `rules-notes.md`: quotations of the AXF rule book ("Asian Chinese Chess Rules", chapter
+//!   4, rules 1-40, [ASIA]) and of the WXF rules ([WXF]); `docs/repetition-rules.md` cites the
+//!   rules and diagrams it relies on.
 //!
 //! Every position of every cycle is checked to be legal (both kings, kings not facing, the
 //! side not to move not in check) by round-tripping it through the FEN parser, and every move
