@@ -1,6 +1,7 @@
 //! `xqtb solve`: solve and verify a dependency closure with progress bars and a report per table,
 //! and write each table into the store. Tables already stored are skipped; the ones a new table
-//! depends on are loaded from the store into memory (the solver probes them millions of times).
+//! depends on are loaded from the store into memory (the solver probes them millions of times),
+//! or with `--dependency-cache` read block by block through a cache of bounded size.
 
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
@@ -28,6 +29,11 @@ pub struct SolveArgs {
     /// Directory of the table store (created if needed).
     #[arg(long, default_value = crate::cli_tables::DEFAULT_DATA)]
     data: PathBuf,
+    /// Read the tables a table depends on from the store through a cache of decompressed
+    /// blocks of this size (e.g. 64MiB) instead of decoding them whole into memory: memory
+    /// then no longer grows with the dependencies, for more CPU time. The tables are the same.
+    #[arg(long, value_name = "SIZE")]
+    dependency_cache: Option<bytesize::ByteSize>,
 }
 
 pub fn run(args: SolveArgs) -> Result<()> {
@@ -50,7 +56,12 @@ pub fn run(args: SolveArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let store = SledStore::open(&args.data)?;
+    let store = Arc::new(SledStore::open(&args.data)?);
+    // With a dependency cache, the solver probes the store itself (the tables solved in this
+    // run are written there before the next one starts).
+    let cached = args
+        .dependency_cache
+        .map(|size| probe::Tablebase::with_cache_bytes(Arc::clone(&store), size.as_u64()));
     let mut tables = MemoryTables::new();
     let all_start = Instant::now();
     let cpu_start = cpu_seconds();
@@ -64,7 +75,7 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 .iter()
                 .any(|s| s.capture_targets().contains(&t.signature))
         };
-        tables.retain(|t| needed_later(t) || id.dependencies().contains(t));
+        tables.retain(|t| cached.is_none() && (needed_later(t) || id.dependencies().contains(t)));
         if store.header(&id)?.is_some() {
             println!(
                 "{sig}: already in the store {}, skipped",
@@ -72,12 +83,18 @@ pub fn run(args: SolveArgs) -> Result<()> {
             );
             continue;
         }
-        pool.install(|| {
-            load_into_memory(&store, &id.dependencies(), &mut tables, |dep, secs| {
-                eprintln!("{}: loaded from the store in {secs:.2} s", dep.signature)
+        if cached.is_none() {
+            pool.install(|| {
+                load_into_memory(&*store, &id.dependencies(), &mut tables, |dep, secs| {
+                    eprintln!("{}: loaded from the store in {secs:.2} s", dep.signature)
+                })
             })
-        })
-        .with_context(|| format!("loading the tables {sig} depends on"))?;
+            .with_context(|| format!("loading the tables {sig} depends on"))?;
+        }
+        let deps: &dyn xqtb_core::Probe = match &cached {
+            Some(c) => c,
+            None => &tables,
+        };
         let start = Instant::now();
         let bar = progress_bar(&sig);
         let on_progress = |p: Progress| match p {
@@ -105,14 +122,14 @@ pub fn run(args: SolveArgs) -> Result<()> {
             }
         };
         let (table, counts) = pool
-            .install(|| solver::solve_and_verify(id, &tables, &on_progress))
+            .install(|| solver::solve_and_verify(id, deps, &on_progress))
             .map_err(|e| anyhow!(e))?;
         bar.finish_and_clear();
         report(&table, &counts, start.elapsed().as_secs_f64());
         let start = Instant::now();
         let encoded = pool.install(|| encode_table(&table));
         let encode_secs = start.elapsed().as_secs_f64();
-        let keep = needed_later(&id).then(|| Arc::new(table));
+        let keep = (cached.is_none() && needed_later(&id)).then(|| Arc::new(table));
         store.put_table(&encoded)?;
         let legal = counts.legal();
         println!(
@@ -125,6 +142,13 @@ pub fn run(args: SolveArgs) -> Result<()> {
         if let Some(table) = keep {
             tables.insert(table);
         }
+    }
+    if let Some(c) = &cached {
+        println!(
+            "dependency cache: {} block lookups, {} blocks read from the store",
+            c.block_lookups(),
+            c.blocks_loaded()
+        );
     }
     println!(
         "all done: {:.2} s wall, {:.2} s CPU, peak memory {}",
