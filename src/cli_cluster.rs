@@ -3,8 +3,10 @@
 
 use crate::runtime::{runtime, termination};
 use anyhow::{Context, Result, anyhow, bail};
+use app::scheduler::{JobState, SchedulerConfig};
+use app::{Access, Limits};
 use clap::Args;
-use coordinator::{Access, Coordinator, CoordinatorConfig, JobState, Limits, SchedulerConfig};
+use coordinator::{Coordinator, CoordinatorConfig};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use proto::v1::tablebase_client::TablebaseClient;
 use proto::v1::*;
@@ -47,7 +49,7 @@ pub struct CoordinatorArgs {
     max_attempts: u32,
     /// Solve tables with pawns of at least this many entries as one job per pawn slice (the
     /// slices of one table then run on several workers at once, each holding only its slice).
-    #[arg(long, default_value_t = coordinator::DEFAULT_SLICE_FROM_ENTRIES)]
+    #[arg(long, default_value_t = app::scheduler::DEFAULT_SLICE_FROM_ENTRIES)]
     slice_from_entries: u64,
     /// PEM certificate for TLS (with --tls-key).
     #[arg(long, requires = "tls_key")]
@@ -362,8 +364,8 @@ fn refuse_jobs_too_large(targets: &[TableId], memory_bytes: u64, workers: usize)
             };
             bail!(
                 "{sig} ({rules}) needs about {} to solve; each of the {workers} local workers has {}{fix}",
-                coordinator::human_bytes(need),
-                coordinator::human_bytes(memory_bytes)
+                app::human_bytes(need),
+                app::human_bytes(memory_bytes)
             );
         }
     }
@@ -732,11 +734,11 @@ fn print_status(s: &StatusResponse, every_slice: bool) {
     for w in &s.workers {
         let memory = match (w.memory_bytes, w.resident_bytes) {
             (0, _) => String::new(),
-            (m, 0) => format!(", {}", coordinator::human_bytes(m)),
+            (m, 0) => format!(", {}", app::human_bytes(m)),
             (m, r) => format!(
                 ", {}, holds {} between jobs",
-                coordinator::human_bytes(m),
-                coordinator::human_bytes(r)
+                app::human_bytes(m),
+                app::human_bytes(r)
             ),
         };
         println!(
@@ -770,7 +772,7 @@ fn print_job(j: &JobStatus, name: &str, indent: usize) {
         name,
         j.state,
         j.attempts,
-        coordinator::human_bytes(j.memory_bytes),
+        app::human_bytes(j.memory_bytes),
         width = 32 - indent,
     );
 }

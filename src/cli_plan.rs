@@ -6,9 +6,9 @@
 //! scheduling can start from the same rows; the printing is separate.
 
 use anyhow::{Result, bail};
+pub use app::human_bytes;
+use app::simulate::{self, SimWorker, Simulation};
 use clap::Args;
-pub use coordinator::human_bytes;
-use coordinator::simulate::{self, SimWorker, Simulation};
 use rayon::prelude::*;
 use serde_json::{Value as Json, json};
 use xqtb_core::{JobCost, JobKey, Limits, MAX_PIECES, RuleSet, Signature, TableId, TableIndex};
@@ -51,7 +51,7 @@ pub struct PlanArgs {
     memory: Option<bytesize::ByteSize>,
     /// Tables with pawns of at least this many entries are one job per pawn slice, as the
     /// coordinator's option of the same name makes them.
-    #[arg(long, value_name = "ENTRIES", default_value_t = coordinator::DEFAULT_SLICE_FROM_ENTRIES)]
+    #[arg(long, value_name = "ENTRIES", default_value_t = app::scheduler::DEFAULT_SLICE_FROM_ENTRIES)]
     slice_from_entries: u64,
 }
 

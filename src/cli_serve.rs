@@ -2,8 +2,8 @@
 //! shard files), and the `--http-*` flags the coordinator and `generate` share with it.
 
 use anyhow::{Result, bail};
+use app::{Access, App};
 use clap::Args;
-use coordinator::{Access, App};
 use probe::Tablebase;
 use std::net::SocketAddr;
 use std::path::PathBuf;

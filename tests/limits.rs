@@ -8,10 +8,9 @@ mod common;
 
 use common::positions;
 
-use coordinator::app::max_shard_bytes;
-use coordinator::{
-    Access, Coordinator, CoordinatorConfig, Limits, MAX_PROBE_BATCH, SchedulerConfig,
-};
+use app::scheduler::SchedulerConfig;
+use app::{Access, Limits, MAX_PROBE_BATCH, max_shard_bytes};
+use coordinator::{Coordinator, CoordinatorConfig};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;

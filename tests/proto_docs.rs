@@ -5,7 +5,8 @@
 //! the code fails here until the proto's comment names it, and a value the code no longer sends
 //! fails here until the comment drops it.
 
-use coordinator::{JobState, TableReport};
+use app::TableReport;
+use app::scheduler::JobState;
 use probe::{Category, LineEnd, MainlineReport, ProbeReport, RuleName, Side};
 use std::collections::{BTreeMap, BTreeSet};
 use xqtb_core::{Rule, RuleSet};

@@ -5,12 +5,12 @@
 //!
 //! No call can hold the server: everything that may block (sled, zstd, probing, checking an
 //! upload) runs on tokio's blocking pool, never on the async executor threads; every call but
-//! an upload is answered within [`Limits::request_timeout`](crate::Limits); uploads and
-//! downloads end when their client sends or takes nothing for
-//! [`Limits::stream_idle_timeout`](crate::Limits) (an upload's job is then handed back, a
-//! download's shard released).
+//! an upload is answered within [`Limits::request_timeout`](app::Limits::request_timeout);
+//! uploads and downloads end when their client sends or takes nothing for
+//! [`Limits::stream_idle_timeout`](app::Limits::stream_idle_timeout) (an upload's job is then
+//! handed back, a download's shard released).
 
-use crate::app::{self, App, AppError, JobReport, StatusReport, TableReport, WorkerReport};
+use app::{App, AppError, JobReport, StatusReport, TableReport, WorkerReport};
 use proto::v1::jobs_server::Jobs;
 use proto::v1::tablebase_server::Tablebase;
 use proto::v1::*;
@@ -83,8 +83,13 @@ async fn blocking<T: Send + 'static>(
         .map_err(status_of)
 }
 
+/// The status of a message that does not convert to the domain types.
+fn malformed(e: rpc::ConvertError) -> Status {
+    status_of(AppError::BadRequest(e.to_string()))
+}
+
 fn table_of(app: &App, signature: &str, rules: &str) -> Result<TableId, Status> {
-    rpc::parse_table(signature, rules, app.default_rules()).map_err(|e| status_of(e.into()))
+    rpc::parse_table(signature, rules, app.default_rules()).map_err(malformed)
 }
 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<ShardChunk, Status>> + Send>>;
@@ -269,7 +274,7 @@ impl Jobs for JobsService {
         let first = next_chunk(&mut stream, idle)
             .await?
             .ok_or_else(|| Status::invalid_argument("empty upload"))?;
-        let key = rpc::parse_job_key(first.key.as_ref()).map_err(|e| status_of(e.into()))?;
+        let key = rpc::parse_job_key(first.key.as_ref()).map_err(malformed)?;
         let lease = first.lease_id;
         let announced = first.total_bytes;
         let l = lease.clone();
@@ -394,8 +399,7 @@ impl Tablebase for TablebaseService {
         within(&self.0, async move {
             authorize(&self.0, &req, false)?;
             let r = req.into_inner();
-            let rules = rpc::parse_rules(&r.rules, self.0.default_rules())
-                .map_err(|e| status_of(e.into()))?;
+            let rules = rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(malformed)?;
             let report = blocking(&self.0, move |a| a.probe(rules, &r.fen)).await?;
             Ok(Response::new(rpc::probe_response(&report)))
         })
@@ -410,8 +414,7 @@ impl Tablebase for TablebaseService {
             authorize(&self.0, &req, false)?;
             let r = req.into_inner();
             app::check_batch_len(r.fens.len()).map_err(status_of)?;
-            let rules = rpc::parse_rules(&r.rules, self.0.default_rules())
-                .map_err(|e| status_of(e.into()))?;
+            let rules = rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(malformed)?;
             let results = blocking(&self.0, move |a| {
                 Ok(a.probe_batch(rules, &r.fens)?
                     .into_iter()
@@ -438,8 +441,7 @@ impl Tablebase for TablebaseService {
         within(&self.0, async move {
             authorize(&self.0, &req, false)?;
             let r = req.into_inner();
-            let rules = rpc::parse_rules(&r.rules, self.0.default_rules())
-                .map_err(|e| status_of(e.into()))?;
+            let rules = rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(malformed)?;
             let line = blocking(&self.0, move |a| a.mainline(rules, &r.fen)).await?;
             Ok(Response::new(rpc::mainline_response(&line)))
         })
@@ -491,8 +493,7 @@ impl Tablebase for TablebaseService {
         within(&self.0, async move {
             authorize(&self.0, &req, true)?;
             let r = req.into_inner();
-            let rules = rpc::parse_rules(&r.rules, self.0.default_rules())
-                .map_err(|e| status_of(e.into()))?;
+            let rules = rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(malformed)?;
             let tables: Vec<TableId> = r
                 .signatures
                 .iter()

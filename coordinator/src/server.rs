@@ -1,10 +1,10 @@
 //! Starting the coordinator: the gRPC server with both services, health and reflection (v1 and
 //! v1alpha), lease expiry in the background, and graceful shutdown.
 
-use crate::SchedulerConfig;
-use crate::app::{Access, App, Limits};
 use crate::grpc::{JobsService, TablebaseService};
 use anyhow::{Context, Result};
+use app::scheduler::SchedulerConfig;
+use app::{Access, App, Limits};
 use proto::v1::jobs_server::JobsServer;
 use proto::v1::tablebase_server::TablebaseServer;
 use std::net::SocketAddr;
@@ -68,7 +68,7 @@ impl Coordinator {
         if !config.plan.is_empty() {
             app.submit(&config.plan)?;
         }
-        register_metrics();
+        app::register_metrics();
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -185,77 +185,6 @@ fn reflection_services() -> Result<(
         .register_encoded_file_descriptor_set(v1::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
     Ok((v1, v1alpha))
-}
-
-/// Describes the coordinator's metrics and creates the counters at zero, so a scrape shows every
-/// series from the start (not only after its first event).
-fn register_metrics() {
-    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
-    describe_gauge!("xqtb_jobs", "Jobs by state");
-    describe_gauge!(
-        "xqtb_tables",
-        "Planned tables by state (waiting, ready, solving, finished, failed)"
-    );
-    describe_gauge!(
-        "xqtb_slice_jobs",
-        "Pawn-slice jobs of tables solved in slices: finished, or open (waiting, ready or leased)"
-    );
-    describe_gauge!("xqtb_leases_active", "Jobs currently leased");
-    describe_gauge!(
-        "xqtb_jobs_unholdable",
-        "Jobs no registered worker has the memory to hold (see status)"
-    );
-    describe_counter!("xqtb_leases_granted_total", "Leases granted");
-    describe_counter!(
-        "xqtb_lease_expiries_total",
-        "Leases that expired without a result"
-    );
-    describe_counter!(
-        "xqtb_job_retries_total",
-        "Leases granted for a job that was leased before"
-    );
-    describe_counter!("xqtb_uploads_total", "Uploads by result");
-    describe_counter!(
-        "xqtb_upload_bytes_total",
-        Unit::Bytes,
-        "Bytes of accepted uploads"
-    );
-    describe_gauge!(
-        "xqtb_solve_entries_per_second",
-        "Index entries finished per second"
-    );
-    describe_gauge!("xqtb_workers", "Registered workers");
-    describe_counter!("xqtb_probes_total", "Probes served");
-    describe_histogram!("xqtb_probe_seconds", Unit::Seconds, "Probe latency");
-    describe_counter!("xqtb_block_cache_hits_total", "Block cache hits");
-    describe_counter!(
-        "xqtb_block_cache_misses_total",
-        "Block cache misses (blocks read and decompressed)"
-    );
-    describe_gauge!("xqtb_block_cache_hit_ratio", "Block cache hits / lookups");
-    describe_gauge!(
-        "xqtb_block_cache_bytes",
-        Unit::Bytes,
-        "Decompressed table blocks held in the probe cache"
-    );
-    describe_gauge!(
-        "xqtb_tables_open",
-        "Tables whose header and index the prober holds"
-    );
-    for name in [
-        "xqtb_leases_granted_total",
-        "xqtb_lease_expiries_total",
-        "xqtb_job_retries_total",
-        "xqtb_upload_bytes_total",
-        "xqtb_probes_total",
-        "xqtb_block_cache_hits_total",
-        "xqtb_block_cache_misses_total",
-    ] {
-        metrics::counter!(name).increment(0);
-    }
-    for result in ["accepted", "refused"] {
-        metrics::counter!("xqtb_uploads_total", "result" => result).increment(0);
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 
 use super::fixtures::{UPLOADED, fixtures, id};
 use super::shard_input::shard_file;
-use coordinator::{Access, App, JobState, SchedulerConfig};
+use app::scheduler::{JobState, SchedulerConfig};
+use app::{Access, App};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use storage_format::store::{SledStore, TableStore};

@@ -3,10 +3,11 @@
 //! A [`Backend`] is blocking: the server calls it on tokio's blocking pool. Two exist: a local
 //! directory of tables or shard files ([`LocalBackend`], for `xqtb serve`) and a running
 //! coordinator's application layer ([`CoordinatorBackend`], for `xqtb coordinator
-//! --http-listen`), which probes through the same [`coordinator::App`] methods as gRPC.
+//! --http-listen`), which probes through the same [`App`] methods as gRPC.
 
+use app::scheduler::JobState;
+use app::{Access, App, AppError};
 use axum::http::StatusCode;
-use coordinator::{Access, App, AppError, JobState};
 use probe::{MainlineReport, ProbeReport, Tablebase};
 use serde::Serialize;
 use std::sync::Arc;
@@ -181,7 +182,7 @@ pub trait Backend: Send + Sync + 'static {
     /// A position's value and every legal move's value.
     fn probe(&self, rules: RuleSet, fen: &str) -> Result<ProbeReport, ApiError>;
     /// Every position of a batch, each answered on its own (the server refuses batches of more
-    /// than [`coordinator::MAX_PROBE_BATCH`] positions before calling this).
+    /// than [`app::MAX_PROBE_BATCH`] positions before calling this).
     fn probe_batch(
         &self,
         rules: RuleSet,

@@ -13,8 +13,10 @@
 //!
 //! Probing is blocking work (sled, zstd): it runs on tokio's blocking pool, never on the async
 //! executor threads. Depends on the probing library, the storage and table model, and the
-//! coordinator's application layer; never on the solver, gRPC or the protocol crate (the HTTP
-//! API is a shell over the same libraries, not over the gRPC services).
+//! application layer ([`app`], through which the solver's sample check of uploads comes in);
+//! never on the coordinator's gRPC services, tonic or the protocol crate: the HTTP API is a
+//! shell over the same libraries as gRPC, beside it, not over it, and a server of a directory of
+//! tables builds without any of them (`tests/crate_graph.rs` keeps it so).
 
 #![warn(missing_docs)]
 

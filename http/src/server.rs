@@ -10,13 +10,13 @@
 use crate::assets::ASSETS;
 use crate::backend::{ApiError, Backend};
 use anyhow::{Context, Result};
+use app::MAX_PROBE_BATCH;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use coordinator::MAX_PROBE_BATCH;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use percent_encoding::percent_decode_str;

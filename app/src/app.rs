@@ -1,0 +1,126 @@
+//! The [`App`] type: the coordinator's state, how it is opened on a store, and its settings.
+//! Its operations are `impl App` blocks in the module of their concern (jobs and leases,
+//! uploads, the catalog, queries, status).
+//!
+//! State lives in one sled database: the committed tables (the store), the job records (the
+//! scheduler's persisted state) and nothing else; workers and caches are in memory and rebuilt
+//! as workers call in.
+
+use crate::access::Access;
+use crate::error::AppError;
+use crate::jobs::Jobs;
+use crate::limits::Limits;
+use crate::scheduler::{JobState, SchedulerConfig};
+use crate::telemetry::describe_check_metrics;
+use crate::workers::Workers;
+use probe::Tablebase;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use storage_format::store::SledStore;
+use xqtb_core::{RuleSet, TableId};
+
+/// The coordinator's state and operations.
+pub struct App {
+    /// The committed tables.
+    pub(crate) store: Arc<SledStore>,
+    /// Probes of the committed tables, through one block cache.
+    pub(crate) tablebase: Tablebase<Arc<SledStore>>,
+    /// CRC-32 of each committed table's shard file (tables never change once committed).
+    pub(crate) checksums: Mutex<HashMap<TableId, u32>>,
+    /// The scheduler and its persisted records.
+    pub(crate) jobs: Jobs,
+    /// The registered workers.
+    pub(crate) workers: Workers,
+    /// When this coordinator started, for the rate in the status.
+    pub(crate) started: Instant,
+    /// Entries of the jobs already finished when it started.
+    pub(crate) entries_at_start: u64,
+    /// When freed memory was last returned to the operating system.
+    pub(crate) last_trim: Mutex<Instant>,
+    access: Access,
+    default_rules: RuleSet,
+    limits: Limits,
+}
+
+impl App {
+    /// Opens the coordinator's state on `store`, resuming the persisted jobs (records of the
+    /// first version are migrated to job keys). `default_rules` is the rule set of requests that
+    /// name none.
+    pub fn open(
+        store: Arc<SledStore>,
+        access: Access,
+        config: SchedulerConfig,
+        default_rules: RuleSet,
+    ) -> Result<App, AppError> {
+        let jobs = Jobs::open(&store, config)?;
+        let entries_at_start = jobs
+            .lock()
+            .jobs()
+            .filter(|j| j.state == JobState::Finished)
+            .map(|j| j.key.entries())
+            .sum();
+        let app = App {
+            tablebase: Tablebase::new(Arc::clone(&store)),
+            store,
+            checksums: Mutex::new(HashMap::new()),
+            jobs,
+            workers: Workers::new((config.lease_ttl_ms / 4).clamp(100, 10_000) as u32),
+            started: Instant::now(),
+            entries_at_start,
+            last_trim: Mutex::new(Instant::now()),
+            access,
+            default_rules,
+            limits: Limits::default(),
+        };
+        describe_check_metrics();
+        Ok(app)
+    }
+
+    /// Sets the limits (the defaults until called).
+    pub fn with_limits(mut self, limits: Limits) -> App {
+        self.limits = limits;
+        self
+    }
+
+    /// What keeps one client from holding the server.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Who may call what.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// The rule set of requests that name none.
+    pub fn default_rules(&self) -> RuleSet {
+        self.default_rules
+    }
+
+    /// The store of committed tables.
+    pub fn store(&self) -> &Arc<SledStore> {
+        &self.store
+    }
+}
+
+/// An app over an empty store in a temporary directory (kept while it is held), for the tests
+/// of every module.
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Asian by default.
+    pub(crate) fn empty_app() -> (tempfile::TempDir, App) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SledStore::open(dir.path()).unwrap());
+        let app = App::open(
+            store,
+            Access::default(),
+            SchedulerConfig::default(),
+            RuleSet::Asian,
+        )
+        .unwrap();
+        (dir, app)
+    }
+}

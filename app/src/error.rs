@@ -1,0 +1,33 @@
+//! Why a request was refused or failed: one error type for every operation, which each front
+//! end maps to its own statuses (gRPC codes, HTTP statuses).
+
+use crate::scheduler::LeaseError;
+use storage_format::store::StoreError;
+use thiserror::Error;
+use xqtb_core::ProbeError;
+
+/// Why a request was refused or failed.
+#[derive(Debug, Error)]
+pub enum AppError {
+    /// No token, or the wrong one.
+    #[error("{0}")]
+    Unauthenticated(&'static str),
+    /// The request is malformed (bad signature, rule set, job key, size).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The lease is not current, or is for another job.
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    /// An upload failed its checks; the job was handed back to the queue.
+    #[error("{0}")]
+    UploadRefused(String),
+    /// A probe failed (bad FEN, missing table, damaged storage).
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    /// The store failed or lacks a table.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Persisting the job records failed.
+    #[error("cannot save job state: {0}")]
+    Persist(String),
+}

@@ -1,0 +1,58 @@
+//! The xqtb application layer: everything the coordinator does, with typed results and errors
+//! and no transport types. It plans the dependency graph of tables, leases jobs to workers,
+//! checks and commits their uploads, and answers queries, listings, downloads and the status.
+//! The gRPC services (`coordinator`) and the HTTP API (`xqtb-http`) are thin shells over it:
+//! they authenticate, parse, call one [`App`] method and map the result or the [`AppError`].
+//!
+//! Its modules, from the bottom up (a module imports only those above it in this list):
+//!
+//! - [`scheduler`]: the pure job scheduler (jobs keyed by table or pawn slice, leases, retries;
+//!   time passed in, records to persist handed back); [`simulate`]: a run of a plan with that
+//!   scheduler and estimated job times (`xqtb plan --workers`);
+//! - `error.rs` ([`AppError`]), `access.rs` ([`Access`], the token), `limits.rs` ([`Limits`],
+//!   the longest upload a table's shard can be, the largest probe batch), `telemetry.rs` (the
+//!   metrics' descriptions), `memory.rs` (handing freed memory back);
+//! - `jobs.rs`: the scheduler behind its lock, with its records persisted in the store;
+//!   `workers.rs`: the worker registry and quarantine;
+//! - `app.rs`: the [`App`] type, its state and how it is opened on a store;
+//! - the operations, each an `impl App` block in the module of its concern: `leases.rs`
+//!   (planning, registering, leasing, heartbeats, failures, expiry), `uploads.rs` (the checks of
+//!   an upload and its commit), `catalog.rs` (listing committed tables, their shard files),
+//!   `queries.rs` (probes and main lines), `status.rs` (the status report and the gauges).
+//!
+//! [`App`] stays one type: every front end holds one `Arc<App>` and calls its operations, which
+//! share one lock order (the scheduler's, then the registry's) and persist job records the same
+//! way. What has invariants of its own is a type of its own beneath it (the job records and the
+//! scheduler, the worker registry), so that the operations read as the steps they take.
+//!
+//! Depends on the table model, the storage and probing libraries, and on the solver only for its
+//! one-ply check of a sample of every upload ([`solver::sample`]): workers solve, the coordinator
+//! checks and stores. Never on gRPC, the protocol crate, an HTTP stack or an async runtime.
+
+#![warn(missing_docs)]
+
+mod access;
+mod app;
+mod catalog;
+mod error;
+mod jobs;
+mod leases;
+mod limits;
+mod memory;
+mod queries;
+pub mod scheduler;
+pub mod simulate;
+mod status;
+mod telemetry;
+mod uploads;
+mod workers;
+
+pub use access::Access;
+pub use app::App;
+pub use catalog::{ShardFile, ShardSummary};
+pub use error::AppError;
+pub use leases::LeaseOutcome;
+pub use limits::{Limits, MAX_PROBE_BATCH, MAX_UPLOAD_BYTES, check_batch_len, max_shard_bytes};
+pub use status::{JobReport, StatusReport, TableReport, human_bytes};
+pub use telemetry::register_metrics;
+pub use workers::{Registration, WorkerReport};
