@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use storage_format::store::ShardDir;
 use tokio::sync::watch;
-use worker::WorkerConfig;
+use worker::{Faults, WorkerConfig};
 use xqtb_core::{JobKey, RuleSet, TableId};
 
 /// Arguments of `xqtb coordinator`.
@@ -114,13 +114,10 @@ pub struct WorkerArgs {
     /// Serve Prometheus metrics on this address (e.g. 0.0.0.0:9101).
     #[arg(long)]
     metrics_listen: Option<SocketAddr>,
-    /// Fault injection for tests: wait this long (heartbeating) before each upload.
-    #[arg(long, hide = true, default_value_t = 0)]
-    debug_delay_upload_ms: u64,
-    /// Fault injection for tests, never for production: give this many values of every table
-    /// a wrong value after verifying it (the coordinator's sample check must refuse it).
-    #[arg(long, hide = true, default_value_t = 0)]
-    debug_corrupt_values: u64,
+    // Hidden fault-injection flags for the tests: they exist only in the binary the tests build
+    // (see `worker::FaultArgs`).
+    #[command(flatten)]
+    faults: worker::FaultArgs,
 }
 
 /// Arguments of `xqtb generate`.
@@ -326,8 +323,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         token: args.token,
         ca: args.ca,
         exit_when_done: args.exit_when_done,
-        debug_delay_upload_ms: args.debug_delay_upload_ms,
-        debug_corrupt_values: args.debug_corrupt_values,
+        faults: args.faults.faults(),
         measure_job_memory: true,
     };
     runtime()?.block_on(async {
@@ -417,8 +413,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
                 token: None,
                 ca: None,
                 exit_when_done: true,
-                debug_delay_upload_ms: 0,
-                debug_corrupt_values: 0,
+                faults: Faults::default(),
                 // The coordinator and the other workers share this process.
                 measure_job_memory: false,
             };

@@ -9,8 +9,10 @@
 
 #![warn(missing_docs)]
 
+mod fault;
 mod resources;
 
+pub use fault::{FaultArgs, Faults};
 pub use resources::{
     available_memory_bytes, cpu_seconds, peak_rss_bytes, reset_peak_rss, rss_bytes,
 };
@@ -27,45 +29,10 @@ use storage_format::codec::encode_table;
 use storage_format::shard;
 use storage_format::store::{SledStore, TableStore};
 use tokio::sync::watch;
-use xiangqi::Color;
-use xqtb_core::{JobKey, MemoryTables, SlotRange, Table, TableId, Value};
+use xqtb_core::{JobKey, MemoryTables, SlotRange, TableId};
 
 /// Chunk size for uploads (well under the 4 MiB message limit).
 const UPLOAD_CHUNK: usize = 512 * 1024;
-
-/// Gives `n` entries of `table`, spread evenly over its legal entries that no repetition rule
-/// decides, a wrong value: a draw becomes a win in 1 ply, anything else a draw (the table was
-/// verified, so any other value is wrong). Returns how many were changed. Fault injection for
-/// tests only ([`WorkerConfig::debug_corrupt_values`]).
-fn corrupt_values(table: &mut Table, n: u64) -> u64 {
-    let plain = |c: u16| {
-        let v = Value::decode(c);
-        v != Value::Illegal && v.rule().is_none()
-    };
-    let total: u64 = Color::ALL
-        .iter()
-        .map(|&side| table.codes(side).iter().filter(|&&c| plain(c)).count() as u64)
-        .sum();
-    let step = (total / n.max(1)).max(1);
-    let (mut seen, mut changed) = (0u64, 0u64);
-    for side in Color::ALL {
-        for code in table.codes_mut(side) {
-            if changed == n || !plain(*code) {
-                continue;
-            }
-            if seen % step == 0 {
-                let wrong = match Value::decode(*code) {
-                    Value::Draw => Value::Win(1),
-                    _ => Value::Draw,
-                };
-                *code = wrong.encode();
-                changed += 1;
-            }
-            seen += 1;
-        }
-    }
-    changed
-}
 
 /// How to run a worker.
 #[derive(Clone, Debug)]
@@ -87,13 +54,9 @@ pub struct WorkerConfig {
     pub ca: Option<PathBuf>,
     /// Stop once the coordinator says every job is done (otherwise keep polling).
     pub exit_when_done: bool,
-    /// Fault injection for tests: wait this long (heartbeating) between solving and uploading.
-    pub debug_delay_upload_ms: u64,
-    /// Fault injection for tests, never for production: give this many values of every table a
-    /// wrong value after verifying it and before uploading it, as a worker with bad memory or a
-    /// bug would, so that tests can show that the coordinator's sample check refuses the table
-    /// and quarantines the worker.
-    pub debug_corrupt_values: u64,
+    /// Faults to inject, for tests: none (and no way to ask for any) without the crate's
+    /// `fault-injection` feature.
+    pub faults: Faults,
     /// Measure each job's peak resident memory (the process's peak, reset when the job starts):
     /// only right when this worker has its process to itself, as `xqtb worker` has.
     pub measure_job_memory: bool,
@@ -359,7 +322,8 @@ async fn run_job(
     config: &WorkerConfig,
     job: Job,
 ) -> Result<JobOutcome, JobFailure> {
-    let (delay, corrupt) = (config.debug_delay_upload_ms, config.debug_corrupt_values);
+    #[cfg(feature = "fault-injection")]
+    let faults = config.faults;
     let key = rpc::parse_job_key(job.key.as_ref()).map_err(job_err)?;
     // A pawn slice job also reads the slices of its own table its pawn advances lead into.
     let slices = key.slice_dependencies();
@@ -437,19 +401,13 @@ async fn run_job(
                         }
                     }
                 };
-                let (mut table, _) = if key.is_whole_table() {
+                let (table, _) = if key.is_whole_table() {
                     solver::solve_and_verify(key.table, &tables, &report)?
                 } else {
                     solver::solve_and_verify_range(key.table, key.slots, &tables, &report)?
                 };
-                if corrupt > 0 {
-                    let changed = corrupt_values(&mut table, corrupt);
-                    tracing::warn!(
-                        job = %key,
-                        "--debug-corrupt-values: {changed} values changed after verification (a \
-                         test of the coordinator's checks; never use it in production)"
-                    );
-                }
+                #[cfg(feature = "fault-injection")]
+                let table = faults.corrupt(&key, table);
                 p.set(Phase::Encoding, 0.9);
                 Ok::<_, anyhow::Error>(encode_table(&table))
             })
@@ -466,12 +424,10 @@ async fn run_job(
             tracing::warn!(worker = %worker_id, job = %key, "lease lost while solving; dropping the result");
             return Ok(JobOutcome::Refused(key));
         }
-        if delay > 0 {
-            tokio::time::sleep(Duration::from_millis(delay)).await;
-            if lost.load(Relaxed) {
-                tracing::warn!(worker = %worker_id, job = %key, "lease lost while waiting to upload; dropping the result");
-                return Ok(JobOutcome::Refused(key));
-            }
+        #[cfg(feature = "fault-injection")]
+        if faults.delay_upload().await && lost.load(Relaxed) {
+            tracing::warn!(worker = %worker_id, job = %key, "lease lost while waiting to upload; dropping the result");
+            return Ok(JobOutcome::Refused(key));
         }
         progress.set(Phase::Uploading, 0.95);
         let bytes = shard::write_shard(&solved);
