@@ -538,6 +538,7 @@ async fn the_page_and_its_assets_are_served_with_their_content_types() {
         ("/style.css", "style.css", "text/css; charset=utf-8"),
         ("/app.js", "app.js", "text/javascript; charset=utf-8"),
         ("/board.js", "board.js", "text/javascript; charset=utf-8"),
+        ("/glyphs.js", "glyphs.js", "text/javascript; charset=utf-8"),
         (
             "/xiangqi.js",
             "xiangqi.js",
@@ -554,7 +555,7 @@ async fn the_page_and_its_assets_are_served_with_their_content_types() {
         );
     }
     let page = get(&c, &format!("{base}/")).await.body;
-    for asset in ["style.css", "app.js", "board.js", "xiangqi.js"] {
+    for asset in ["style.css", "app.js", "board.js", "glyphs.js", "xiangqi.js"] {
         assert!(page.contains(asset), "the page loads {asset}");
         // Nothing is fetched from elsewhere (XML namespace names are not fetched).
         let body = get(&c, &format!("{base}/{asset}")).await.body + &page;
@@ -630,9 +631,13 @@ fn browser_missing() -> Option<String> {
 }
 
 /// The web page in real headless Chromium against `xqtb serve` (`web/dev/test_page.py`): load
-/// the page, enter a FEN, check the value shown, click a winning move on the board, check that
-/// board and value update, play the main line to mate, flip the board, show an error; the
-/// screenshots (desktop and phone width) are kept in `target/browser-screenshots`.
+/// the page, enter a FEN, check the value shown, check that the pieces', the river's and the
+/// Chinese notation's characters are drawn from the page's own glyphs (screen crops: every one
+/// has ink, different characters differ; it passes on a machine without CJK fonts, where
+/// system-font text shows empty boxes), click a winning move on the board, check that board and
+/// value update, play the main line to mate, flip the board, show an error; the screenshots
+/// (desktop and phone width, and the glyph crops `glyph-*.png`) are kept in
+/// `target/browser-screenshots`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_works_in_headless_chromium() {
     if let Some(why) = browser_missing() {
@@ -668,6 +673,12 @@ async fn the_page_works_in_headless_chromium() {
         server.log()
     );
     assert!(text.contains("PASS"), "{text}");
+    for checked in ["pieces: ", "river: ", "notation "] {
+        assert!(
+            text.contains(checked),
+            "no glyph check {checked:?} in:\n{text}"
+        );
+    }
 }
 
 /// Benchmark, not a test (`cargo test --release --test http -- --ignored --nocapture

@@ -1,4 +1,4 @@
-// xqtb web page: the SVG board. Defines window.XQBoard. Needs xiangqi.js.
+// xqtb web page: the SVG board. Defines window.XQBoard. Needs xiangqi.js and glyphs.js.
 "use strict";
 (function () {
   const NS = "http://www.w3.org/2000/svg";
@@ -14,6 +14,21 @@
     if (text !== undefined) e.textContent = text;
     if (parent) parent.appendChild(e);
     return e;
+  }
+
+  // A character drawn as a <path> from glyphs.js (the page's own glyphs: no CJK font needed),
+  // `size` px per em, its em box centred on (x, y); the character itself is its accessible name.
+  // A character without an outline falls back to <text> in the page's CJK font.
+  function glyph(ch, x, y, size, cls, parent) {
+    const d = window.XQGlyphs && XQGlyphs.outlines[ch];
+    if (!d) {
+      return el("text", { x, y, class: `${cls} glyph-text`, "font-size": size, "data-char": ch }, parent, ch);
+    }
+    const k = +(size / XQGlyphs.em).toFixed(5);
+    return el("path", {
+      d, class: cls, transform: `translate(${x} ${y}) scale(${k})`,
+      role: "img", "aria-label": ch, "data-char": ch,
+    }, parent);
   }
 
   class XQBoard {
@@ -117,8 +132,11 @@
       el("path", { d: marks.join(""), class: "marks-lines" }, g);
       // river
       const ry = M + 4.5 * C;
-      el("text", { x: M + 2 * C, y: ry, class: "river" }, g, "楚 河");
-      el("text", { x: M + 6 * C, y: ry, class: "river" }, g, "漢 界");
+      for (const [cx, text] of [[M + 2 * C, "楚河"], [M + 6 * C, "漢界"]]) {
+        const river = el("g", { class: "river" }, g);
+        glyph(text[0], cx - C / 2, ry, 35, "river-char", river);
+        glyph(text[1], cx + C / 2, ry, 35, "river-char", river);
+      }
       // coordinates (ICCS): files along the bottom, ranks along the left
       for (let f = 0; f < 9; f++) {
         const col = this.flipped ? 8 - f : f;
@@ -163,7 +181,7 @@
         el("circle", { r: R, cy: 2.5, class: "shadow" }, g);
         el("circle", { r: R, class: "body" }, g);
         el("circle", { r: R - 4.5, class: "ring" }, g);
-        el("text", { class: "char", y: 1 }, g, XQ.CHARS[p]);
+        glyph(XQ.CHARS[p], 0, 1, 33, "char", g);
       }
       if (selected) this.corners(selected, "sel");
       for (const [s, cat] of Object.entries(targets)) {

@@ -20,7 +20,7 @@ pub const CSS: &str = "text/css; charset=utf-8";
 pub const JS: &str = "text/javascript; charset=utf-8";
 
 /// Every file of the page; `/` is `index.html`.
-pub const ASSETS: [Asset; 6] = [
+pub const ASSETS: [Asset; 7] = [
     Asset {
         path: "/",
         content_type: HTML,
@@ -35,6 +35,11 @@ pub const ASSETS: [Asset; 6] = [
         path: "/style.css",
         content_type: CSS,
         body: include_str!("../../web/style.css"),
+    },
+    Asset {
+        path: "/glyphs.js",
+        content_type: JS,
+        body: include_str!("../../web/glyphs.js"),
     },
     Asset {
         path: "/xiangqi.js",

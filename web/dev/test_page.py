@@ -12,6 +12,12 @@ Needs: pip install selenium; apt-get install -y chromium chromium-driver (/usr/b
 /usr/bin/chromedriver). Exits 0 when every check passed, 1 with "FAIL: ..." otherwise (a
 screenshot "failure.png" is left in SCREENSHOT_DIR).
 
+The page brings its own CJK glyphs (web/glyphs.js), and the test checks that they are what is
+drawn, on a machine with or without CJK fonts: it crops the screen to each piece's face, each river
+character and each character of a move's Chinese notation, maps the pixels to ink / no ink by
+luminance (whatever the colour), and asserts that every crop has ink and that crops of different
+characters differ (missing-glyph boxes would be alike). The crops are kept as glyph-*.png.
+
 Stable selectors the test relies on (all in web/index.html, web/board.js, web/app.js):
   #app[data-state]            "loading" | "ready" | "error": the probe of the shown position
   #app[data-mainline]         "loading" while a main line request runs (absent otherwise)
@@ -23,6 +29,9 @@ Stable selectors the test relies on (all in web/index.html, web/board.js, web/ap
   [data-testid=board]         the <svg> board
   [data-testid=pt-e0]         click target of point e0 (ICCS square), for every point a0..i9
   [data-testid=piece-e0]      the piece on e0, with data-piece="K" (FEN letter); class "selected"
+  #board .piece .char         the piece's character (a <path> from glyphs.js, data-char)
+  #board .river-char          the river's four characters (likewise)
+  [data-testid=move] .zh      a move's Chinese notation (text in the font "xqtb glyphs")
   #board .target              legal destination marks of the selected piece; .corners.last = last move
   [data-testid=move]          one legal move button, data-iccs="h2e2", data-result = win|draw|loss
                               (result for the mover), best first
@@ -32,16 +41,20 @@ Stable selectors the test relies on (all in web/index.html, web/board.js, web/ap
   [data-testid=tables]        list of endgames (from /api/v1/tables)
 """
 import argparse
+import base64
 import json
 import math
 import os
 import shutil
+import struct
+import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zlib
 
 os.environ.setdefault("SE_AVOID_STATS", "true")
 
@@ -120,6 +133,73 @@ def expected_value(report, end=None):
     return "Draw"
 
 
+# ------------------------------------------------------------------ pixels
+def png_gray(data):
+    """Luminance rows (0..255) of an 8-bit, non-interlaced RGB / RGBA / gray PNG (what Chromium
+    writes); no imaging library needed."""
+    check(data[:8] == b"\x89PNG\r\n\x1a\n", "a screenshot is not a PNG")
+    pos, idat = 8, b""
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    check(depth == 8 and interlace == 0 and ctype in (0, 2, 4, 6), f"unexpected PNG type {ctype}/{depth}")
+    bpp = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    prev = bytearray(stride)
+    rows = []
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + ((a + b) >> 1)) & 255
+            elif f == 4:
+                c = prev[i - bpp] if i >= bpp else 0
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        prev = line
+        if ctype in (0, 4):
+            rows.append([line[x * bpp] for x in range(w)])
+        else:
+            rows.append([(299 * line[x * bpp] + 587 * line[x * bpp + 1] + 114 * line[x * bpp + 2]) // 1000
+                         for x in range(w)])
+    return rows
+
+
+def ink(rows, below, disk=False):
+    """The set of (x, y) whose luminance is below `below` (within the inscribed disk if `disk`)."""
+    h, w = len(rows), len(rows[0])
+    r2 = (min(w, h) / 2) ** 2
+    return {(x, y) for y in range(h) for x in range(w) if rows[y][x] < below
+            and (not disk or (x + 0.5 - w / 2) ** 2 + (y + 0.5 - h / 2) ** 2 <= r2)}
+
+
+def unlike(a, b):
+    """How much two ink sets differ: |a xor b| / |a or b| (0 alike .. 1 nothing in common)."""
+    return len(a ^ b) / max(1, len(a | b))
+
+
+def fonts_zh():
+    """How many CJK fonts the machine has (the page must not need any); None if unknown."""
+    try:
+        out = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, timeout=20)
+        return len([ln for ln in out.stdout.splitlines() if ln.strip()])
+    except Exception:
+        return None
+
+
 # ------------------------------------------------------------------ browser helpers
 class Page:
     def __init__(self, base, shots):
@@ -184,6 +264,20 @@ class Page:
             self.d.save_screenshot(path)
         print(f"  screenshot {path}")
 
+    def crop(self, box, name, scale=1):
+        """A screenshot of the page region box = (left, top, width, height) in CSS px of the
+        viewport, kept as `name` in the screenshot directory; its PNG bytes."""
+        x, y, w, h = box
+        data = self.d.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "fromSurface": True,
+            "clip": {"x": x + self.d.execute_script("return window.scrollX"),
+                     "y": y + self.d.execute_script("return window.scrollY"),
+                     "width": w, "height": h, "scale": scale}})
+        png = base64.b64decode(data["data"])
+        with open(os.path.join(self.shots, name), "wb") as f:
+            f.write(png)
+        return png
+
     def piece(self, sq):
         els = self.qa(f'[data-testid="piece-{sq}"]')
         return els[0] if els else None
@@ -238,6 +332,8 @@ def run(base, shots, fen, missing_fen):
         results = {m.get_attribute("data-result") for m in moves}
         print(f"  value {p.value()!r}; {len(moves)} moves, results {sorted(results)}")
         p.shot("desktop-1-position.png")
+
+        check_glyphs(p)
 
         print("- click a winning move on the board: piece, then point")
         best = root["moves"][0]
@@ -373,6 +469,98 @@ def run(base, shots, fen, missing_fen):
         return 1
     finally:
         p.close()
+
+
+# Thresholds of check_glyphs: a glyph covers at least MIN_INK of its crop, and two different
+# characters differ in at least MIN_UNLIKE of their ink. Measured in headless Chromium: the glyphs
+# cover 0.09-0.3 and differ by 0.5-0.75; the missing-glyph boxes that text in system fonts shows
+# without a CJK font cover 0.04 of a piece's face (0 of a notation character's box) and are alike
+# (differ by 0.00).
+MIN_INK = 0.06
+MIN_UNLIKE = 0.3
+
+
+def check_glyphs(p):
+    """The pieces' characters, the river's and the Chinese notation's are drawn as glyphs: every
+    crop has ink, and crops of different characters differ. Colour does not count: ink is any
+    pixel darker than the piece face / board / panel (red and black ink alike)."""
+    zh_fonts = fonts_zh()
+    print(f"- glyphs: pieces, river and notation are drawn (CJK fonts on this machine: "
+          f"{'unknown' if zh_fonts is None else zh_fonts})")
+    missing = p.d.execute_script(
+        "const g = window.XQGlyphs && XQGlyphs.outlines || {};"
+        "return Object.values(XQ.CHARS).concat([...'楚河漢界']).filter((c) => !g[c]);")
+    check(not missing, f"glyphs.js has no outline of {''.join(missing)!r}")
+    check(not p.qa("#board .glyph-text"), "the board draws characters as text in the system's fonts")
+    p.wait(lambda: p.d.execute_script(
+        "return [...document.fonts].some((f) => f.family.replace(/\"/g, '') === 'xqtb glyphs'"
+        " && f.status === 'loaded')"), "the page's font \"xqtb glyphs\" to be loaded", 5)
+    b = p.rect('[data-testid="board"]')
+    unit = b["width"] / 628  # px per SVG unit (viewBox 628 x 692)
+    p.crop((b["left"], b["top"], b["width"], b["bottom"] - b["top"]), "glyphs-board.png")
+
+    def compare(what, crops):
+        """crops: [(label, char, ink set, area)]"""
+        for label, ch, a, area in crops:
+            check(len(a) >= MIN_INK * area,
+                  f"{what} {label} ({ch}): no glyph drawn ({len(a)} of {area:.0f} px are ink)")
+        worst = None
+        for i, (l1, c1, a1, _) in enumerate(crops):
+            for l2, c2, a2, _ in crops[i + 1:]:
+                if c1 == c2:
+                    continue
+                u = unlike(a1, a2)
+                worst = u if worst is None else min(worst, u)
+                check(u >= MIN_UNLIKE, f"{what} {l1} ({c1}) and {l2} ({c2}) look alike "
+                      f"(their ink differs by {u:.2f} < {MIN_UNLIKE}): not their glyphs")
+        check(worst is not None, f"{what}: fewer than two different characters to compare")
+        print(f"  {what}: {len(crops)} crops, ink {min(len(c[2]) / c[3] for c in crops):.2f}+, "
+              f"different characters differ by {worst:.2f}+")
+
+    # Pieces: the face inside the ring (ring radius 23.5 - 0.9 of stroke), whatever the colour.
+    crops = []
+    for g in p.qa('#board .piece'):
+        sq, letter = g.get_attribute("data-square"), g.get_attribute("data-piece")
+        c = p.d.execute_script("const r = arguments[0].querySelector('.body').getBoundingClientRect();"
+                               "return [r.left + r.width / 2, r.top + r.height / 2];", g)
+        half = round(21 * unit)
+        x, y = round(c[0]) - half, round(c[1]) - half
+        png = p.crop((x, y, 2 * half, 2 * half), f"glyph-piece-{sq}-{letter}.png")
+        a = ink(png_gray(png), 150, disk=True)
+        ch = p.d.execute_script("return XQ.CHARS[arguments[0]]", letter)
+        crops.append((f"{letter} on {sq}", ch, a, math.pi * half * half))
+    check({ch for _, ch, _, _ in crops if ch in "帥仕相傌俥炮兵"} and
+          {ch for _, ch, _, _ in crops if ch in "將士象馬車砲卒"}, "the test needs red and black pieces")
+    compare("pieces", crops)
+
+    # River: each character's em box, between the grid lines of the river's banks.
+    crops = []
+    for e in p.qa("#board .river-char"):
+        ch = e.get_attribute("data-char") or e.text
+        c = p.d.execute_script("const r = arguments[0].getBoundingClientRect();"
+                               "return [r.left + r.width / 2, r.top + r.height / 2];", e)
+        half = round(20 * unit)
+        png = p.crop((round(c[0]) - half, round(c[1]) - half, 2 * half, 2 * half),
+                     f"glyph-river-{len(crops)}.png")
+        crops.append((f"river character {len(crops) + 1}", ch, ink(png_gray(png), 170), 4 * half * half))
+    check(len(crops) == 4, f"the river has {len(crops)} characters, not 4")
+    compare("river", crops)
+
+    # Text: each character of the best move's Chinese notation (font "xqtb glyphs").
+    zh = p.qa('[data-testid="move"] .zh')
+    check(zh, "no move with Chinese notation")
+    boxes = p.d.execute_script(
+        "const t = arguments[0].firstChild; const out = [];"
+        "for (let i = 0; i < t.length; i++) { const r = document.createRange();"
+        "  r.setStart(t, i); r.setEnd(t, i + 1); const b = r.getBoundingClientRect();"
+        "  out.push([t.data[i], b.left, b.top, b.width, b.height]); }"
+        "return out;", zh[0])
+    crops = []
+    for i, (ch, x, y, w, h) in enumerate(boxes):
+        size = int(min(w, h))
+        png = p.crop((round(x), round(y + (h - size) / 2), size, size), f"glyph-text-{i}.png")
+        crops.append((f"notation character {i + 1}", ch, ink(png_gray(png), 140), size * size))
+    compare(f"notation {zh[0].text!r}", crops)
 
 
 def apply(fen, iccs):
