@@ -79,7 +79,7 @@ teardown() {
       dc down -v --remove-orphans >/dev/null 2>&1 || log "compose down failed; remove project $project by hand"
     fi
   fi
-  # The test's image goes too (3 s to rebuild; the base stays, it takes a minute or two).
+  # The test's image goes too (quick to rebuild); the base stays, as it is slow to make.
   if [ "${KEEP:-0}" != 1 ]; then "$docker" image rm "$image" >/dev/null 2>&1 || true; fi
   rm -rf "$work"
   exit "$rc"

@@ -8,9 +8,9 @@
 # Environment: TAG (default xqtb:runtime), RUNTIME_IMAGE (the base, default xqtb-debian:SUITE of
 # this host, made by deploy/debian-base.sh), DOCKER (the client, default `docker`).
 #
-# The build context is a temporary directory holding only the binary (a few MB), never the
-# repository; debug info is stripped there (84 MB -> 16 MB) but the symbol table stays, so a
-# panic's backtrace still names functions.
+# The build context is a temporary directory holding only the binary, never the repository;
+# debug info (most of the binary) is stripped there but the symbol table stays, so a panic's
+# backtrace still names functions.
 set -euo pipefail
 
 die() { echo "runtime-image.sh: $*" >&2; exit 1; }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Instructions executed by `xqtb solve` from an empty store, counted by callgrind: unlike CPU
-# seconds on this shared machine, the count repeats for the same binary and input, so it can
+# seconds on a shared machine, the count repeats for the same binary and input, so it can
 # tell apart changes of a few percent (BENCHMARKS.md, "Counting instructions"). Threads are
 # counted apart and only those that ran solver code are summed: sled's background threads spin
 # for a varying number of instructions. One solver thread, so that rayon's workers do not spin.
 #   scripts/instructions.sh BINARY SIGNATURE [solve args...]
 # Prints the total, then the inclusive counts of the rule phase's and the verifier's main
-# functions. Needs valgrind; a 4-piece closure takes about half a minute.
+# functions. Needs valgrind, under which a solve runs many times slower: small closures suit it.
 set -euo pipefail
 bin=${1:?usage: instructions.sh BINARY SIGNATURE [args...]}
 sig=${2:?}

@@ -4,7 +4,7 @@
 # worker's per-job peak memory is its own), every job's wall time, CPU time and peak memory
 # against its estimate, and the makespan against the simulated one.
 #
-#   scripts/large-run.sh KRPvKNP            # issue 13's large run (2.1e9 entries, 49 slices)
+#   scripts/large-run.sh KRPvKNP            # BENCHMARKS.md's large run (2.1e9 entries, 49 slices)
 #   WORKERS=1 THREADS=2 scripts/large-run.sh KRNvKR
 #
 # Leaves the logs and the report in $OUT (default /tmp/large-run.<table>); the stores are

@@ -2,9 +2,9 @@
 # Prints the SHA-256 of the exported shard file of every table of a set, one line per table,
 # so two builds can be compared byte for byte:
 #   scripts/shard-digests.sh BINARY reference > a.txt   # the 36 reference-solver tables
-#   scripts/shard-digests.sh BINARY krnvkr > b.txt      # the KRNvKR closure (about a minute)
+#   scripts/shard-digests.sh BINARY krnvkr > b.txt      # the KRNvKR closure (slower)
 #   scripts/shard-digests.sh BINARY rules > c.txt       # tables with several rule rounds and
-#                                                       # pawn slices (a few minutes)
+#                                                       # pawn slices (slowest)
 # Extra arguments after the set are passed to `xqtb solve` (for example `--rules asian`).
 set -euo pipefail
 bin=${1:?usage: shard-digests.sh BINARY reference|krnvkr|rules [solve args...]}

@@ -112,10 +112,10 @@ fn return_freed_memory() {
 
 /// A server's many threads (a blocking thread per concurrent request) each get a glibc arena
 /// of their own, up to eight per core, and an arena keeps pages that hold a few live bytes
-/// among freed ones, which `malloc_trim` cannot return. In the soak test (200 clients) the
-/// coordinator held 10 MB more after committing KRNvKR with the default, 5 MB more with two
-/// arenas (`MALLOC_ARENA_MAX=2`), at the same latency. Only the servers: a solver's threads
-/// allocate little and in large blocks.
+/// among freed ones, which `malloc_trim` cannot return: the more arenas, the more such pages a
+/// server keeps after a burst of requests or a large commit. Two arenas (as
+/// `MALLOC_ARENA_MAX=2`) keep less of it, with no cost in latency that shows. Only the
+/// servers: a solver's threads allocate little and in large blocks.
 fn few_arenas_for_servers(command: &Command) {
     let server = matches!(command, Command::Coordinator(_) | Command::Serve(_));
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -6,9 +6,9 @@ use anyhow::Result;
 /// Threads tokio may start for blocking work (probes, sled, zstd), per core. That work is short
 /// and CPU-bound (no call waits on a client there; a worker's solve holds one thread for its
 /// job), so more threads than a few per core add no throughput; with tokio's default limit
-/// (512) the soak test's 200 clients kept some 140 threads alive, each with its stack and
-/// thread-local caches, and the coordinator's memory followed its largest burst of requests in
-/// flight.
+/// (512) a burst of concurrent requests leaves a thread alive for each, with its stack and
+/// thread-local caches, and the coordinator's memory would follow its largest burst of requests
+/// in flight.
 const BLOCKING_THREADS_PER_CORE: usize = 8;
 
 /// The runtime of every networked command.

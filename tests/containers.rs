@@ -2,9 +2,10 @@
 //! build's `xqtb` binary (and the Debian base from Debian's packages when it is missing), runs
 //! `deploy/compose.yaml` with a coordinator and three workers generating KRNvKR, crashes one
 //! worker mid-job and removes another, and checks that both are replaced, every job finishes, and
-//! the tables answer a query and verify. About three minutes on 2 cores, so it runs only when
-//! `XQTB_CONTAINER_TEST=1` is set; it also skips, saying why, where no container engine can run
-//! (no docker client, no daemon, no permission, no compose, no base image and no way to make one).
+//! the tables answer a query and verify. It takes minutes (it builds images and generates a
+//! five-piece table through the containers), so it runs only when `XQTB_CONTAINER_TEST=1` is
+//! set; it also skips, saying why, where no container engine can run (no docker client, no
+//! daemon, no permission, no compose, no base image and no way to make one).
 
 use std::io::Write;
 use std::path::Path;
@@ -31,7 +32,7 @@ fn compose_cluster_generates_and_replaces_killed_workers() {
         return;
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/compose-test.sh");
-    // Output goes straight to the terminal: a three-minute run should show where it is.
+    // Output goes straight to the terminal: a run of minutes should show where it is.
     let status = Command::new("bash")
         .arg(&script)
         .arg(BIN)

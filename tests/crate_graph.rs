@@ -73,8 +73,8 @@ fn the_application_layer_and_the_http_api_build_without_grpc() {
             found[0]
         );
     }
-    // The check sees what it must: the coordinator does reach tonic, through the app crate
-    // beside it.
+    // The check sees what it must: the coordinator's closure holds both the app crate and
+    // tonic, which a misread lock file (no packages, or no dependencies) would not show.
     let coordinator = closure(&graph, "xqtb-coordinator");
     assert!(coordinator.contains("xqtb-app") && coordinator.contains("tonic"));
 }

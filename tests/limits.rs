@@ -317,8 +317,8 @@ async fn a_stalled_upload_times_out_and_hands_its_job_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_download_ends_with_deadline_exceeded() {
-    // Small chunks, so that a shard of 90 KB is many more than the reader's window, the
-    // encoder's buffer and the channel hold between them.
+    // Small chunks, so that KRvKN's shard (over 64 KiB, checked below) is many more than the
+    // reader's window, the encoder's buffer and the channel hold between them.
     let limits = Limits {
         stream_idle_timeout: Duration::from_secs(1),
         download_chunk_bytes: 512,

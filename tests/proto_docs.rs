@@ -257,7 +257,8 @@ fn every_fixed_value_set_in_the_proto_is_what_the_code_sends() {
              (comment: {comment})"
         );
     }
-    // The set the issue found missing, named outright.
+    // A value easily left out of the comment (stalemate is a loss in Xiangqi, and a line ends
+    // with it), named outright so that the check above cannot pass without it.
     assert!(endings.contains("stalemate"));
 }
 

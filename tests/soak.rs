@@ -1,5 +1,5 @@
-//! Soak benchmark (issue 15): one coordinator, two workers and many probe clients for ten
-//! minutes while tables are generated and the workers are killed and restarted.
+//! Soak benchmark: one coordinator, two workers and many probe clients for ten minutes while
+//! tables are generated and the workers are killed and restarted.
 //!
 //! ```sh
 //! cargo test --release --test soak -- --ignored --nocapture
@@ -29,14 +29,14 @@ use tonic::transport::Channel;
 
 /// Tables probed from the start (small, finished during the warm-up).
 const PROBED: [&str; 3] = ["KRvKN", "KRvKR", "KNvK"];
-/// Tables generated while the clients probe (with their dependencies), several minutes of work
-/// for two one-thread workers on the reference machine; `XQTB_SOAK_TABLES` (comma-separated)
-/// replaces them.
+/// Tables generated while the clients probe (with their dependencies): enough work to keep
+/// two one-thread workers busy through much of the run, with worker kills in the middle of
+/// jobs; `XQTB_SOAK_TABLES` (comma-separated) replaces them.
 const GENERATED: &str = "KRNvK,KRNvKR";
 /// A large table (with its dependencies) committed during the warm-up, under the other rule set,
 /// so that the memory read at the start is that of a coordinator which has committed a table of
 /// the size it commits during the run: the first large commit sizes the allocator's arenas and
-/// sled's log buffers and cleaner once (measured in BENCHMARKS.md, about +10 MB), and the bound
+/// sled's log buffers and cleaner once (a step BENCHMARKS.md, "Soak", measures), and the bound
 /// is about what grows after that, commit after commit and request after request.
 const WARM_LARGE: (&str, &str) = ("KRNvKR", "cycles-are-draws");
 /// The server's default rule set, the one `PROBED` and `GENERATED` are solved under.

@@ -32,8 +32,9 @@ pub fn max_shard_bytes(index_size: u64) -> u64 {
 }
 
 /// Most positions one probe batch may hold (gRPC `ProbeBatch`, HTTP `POST
-/// /api/v1/probe-batch`): a full batch is answered in well under a second, and its answer
-/// (about 2 KB per position) stays far below the 16 MiB message limit.
+/// /api/v1/probe-batch`): few enough that a full batch is answered well within the request
+/// timeout, and that its answer (a few kilobytes per position: every legal move's value) stays
+/// far below the 16 MiB message limit.
 pub const MAX_PROBE_BATCH: usize = 1000;
 
 /// Refuses a probe batch of `n` positions if it holds more than [`MAX_PROBE_BATCH`].

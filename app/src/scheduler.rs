@@ -199,8 +199,9 @@ pub struct SchedulerConfig {
     pub slice_from_entries: u64,
 }
 
-/// Entries from which a table with pawns is solved slice by slice unless told otherwise: 2^27
-/// (a table of about 300 MB of memory while solving).
+/// Entries from which a table with pawns is solved slice by slice unless told otherwise: 2^27,
+/// from where a table held whole takes hundreds of megabytes while solving (two bytes an entry,
+/// [`xqtb_core::JobCost::solve_bytes`]).
 pub const DEFAULT_SLICE_FROM_ENTRIES: u64 = 1 << 27;
 
 impl Default for SchedulerConfig {

@@ -50,10 +50,10 @@ pub struct Simulation {
     pub utilisation: f64,
 }
 
-/// Fraction of a job that does not speed up with threads (Amdahl's law). Measured only at two
-/// threads, on the reference machine alone (BENCHMARKS.md, "Cost model"): wall time was 0.53 to
-/// 0.55 of the CPU time for the large tables, which is `f + (1 - f) / 2` for `f` = 0.06 to
-/// 0.10. Beyond two threads the law is an assumption, stated wherever a prediction is quoted.
+/// Fraction of a job that does not speed up with threads (Amdahl's law): on two threads a job's
+/// wall time is `f + (1 - f) / 2` of its CPU time, and `f` is fitted to the large tables' times
+/// at two threads, the only count measured (BENCHMARKS.md, "Cost model"). Beyond two threads
+/// the law is an assumption, stated wherever a prediction is quoted.
 pub const SERIAL_FRACTION: f64 = 0.08;
 
 /// Wall seconds of a job costing `cpu_seconds` on `threads` threads.

@@ -247,8 +247,8 @@ impl App {
         }
         let checked = self.sample_check(key, &t, lease_id, started, decode_secs);
         // The check's scratch (the codes each round needs) was freed by many threads; glibc
-        // keeps such memory in its arenas (when the check decoded whole tables, a coordinator
-        // that had committed KRNvKR held 85 MB more from then on; the soak test measures it).
+        // keeps such memory in its arenas, and a coordinator would hold it from its largest
+        // check on (the soak test watches the coordinator's memory across commits).
         release_freed_memory();
         checked.map(|()| t)
     }

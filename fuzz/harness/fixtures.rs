@@ -51,8 +51,8 @@ static CACHE: AtomicBool = AtomicBool::new(false);
 
 /// Keeps the solved fixtures as shard files next to the running binary, keyed by the binary,
 /// and reads them from there when present. The fuzz targets turn this on: under coverage
-/// instrumentation solving takes about 20 s, a start-up every fuzzing process would pay
-/// (`cmin`, `-fork`, every replayed crash).
+/// instrumentation solving is slow, a start-up every fuzzing process would pay (`cmin`,
+/// `-fork`, every replayed crash).
 pub fn cache_next_to_binary() {
     CACHE.store(true, Ordering::Relaxed);
 }
@@ -112,7 +112,7 @@ fn solved_tables(ids: &[TableId]) -> MemoryTables {
     tables
 }
 
-/// The fixtures, solved on first use (well under a second in a release build).
+/// The fixtures, solved on first use (quick in a release build: the tables are small).
 pub fn fixtures() -> &'static Fixtures {
     static F: OnceLock<Fixtures> = OnceLock::new();
     F.get_or_init(|| {

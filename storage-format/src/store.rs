@@ -378,9 +378,9 @@ fn db_err(context: &'static str) -> impl Fn(sled::Error) -> StoreError {
 /// after its blocks. Every write is flushed to disk before it returns.
 ///
 /// Why batches: sled applies a batch as one operation and keeps every version of the tree's
-/// pages that the batch made until it is done, so one batch per table held about eight times
-/// the table in memory (a table of 60,000 blocks of 5.5 kB, 330 MB: 2.5 GB while written and
-/// after; in batches of 256 blocks the process peaked at 58 MB). A write cut short (a crash)
+/// pages that the batch made until it is done, so one batch per table would hold several times
+/// the table in memory while it is written; in batches of [`BATCH_BLOCKS`] blocks a write holds
+/// a few batches' worth, whatever the size of the table. A write cut short (a crash)
 /// leaves a marker (`w/` + the prefix of the keys it was writing), and opening the store wipes
 /// what the marker covers, so no half-written table or part outlives a restart.
 #[derive(Clone)]
@@ -398,19 +398,20 @@ impl std::fmt::Debug for SledStore {
 }
 
 /// sled's own page cache. Decompressed blocks are cached by the prober, so this one only needs
-/// to hold sled's tree: at 64 MiB a coordinator's memory grew by that much over the first tables
-/// it committed and stayed there (the soak test in `tests/soak.rs` measures it). sled applies
-/// the bound lazily, and not to what was written; [`PageSweep`] makes it apply it. Each of
-/// sled's 256 LRU shards gets a 256th of it, and a shard keeps pages up to its share: at 16 MiB
-/// (64 kB a shard) one leaf of a table's blocks (up to 17 blocks of about 3 kB) fitted in most
-/// shards, and half of KRNvKR's blocks stayed in memory after sweeps; at 4 MiB none did.
+/// to hold sled's tree; whatever it may hold, a coordinator fills over its first committed
+/// tables and keeps (the soak test in `tests/soak.rs` watches its memory). sled applies the
+/// bound lazily, and not to what was written; [`PageSweep`] makes it apply it. Each of sled's
+/// 256 LRU shards gets a 256th of it (16 KiB here), and a shard keeps pages up to its share:
+/// a leaf of a table's blocks (several blocks of a few kilobytes) does not fit in so little, so
+/// a table's blocks leave sled's cache at a sweep, whereas with a cache a few times larger most
+/// shards keep a leaf and much of every table stays in memory.
 const SLED_CACHE_BYTES: u64 = 4 << 20;
 
 /// Keys of the [`PageSweep`] tree (4 bytes each, empty values), and how often each is read per
-/// sweep. Measured with sled 0.34.7 alone (eight ten-megabyte tables of 5.5-kB values written
-/// one after another, RSS after each): 4,096 keys read 8 times, or 8,192 read 4 times, brought
-/// the memory back to within 3 MB of where it was before the first table (6.5 -> 9.1 MB,
-/// against 6.5 -> 47 MB without), in 10 ms; half the reads left twice as much.
+/// sweep: enough reads spread over enough pages that every LRU shard accounts its queue, so that
+/// a sweep brings a process's memory back close to where it was before the tables were written
+/// (fewer reads leave part of the tables' pages behind), yet few enough that a sweep costs
+/// little next to the writes that trigger it.
 const SWEEP_KEYS: u32 = 4096;
 const SWEEP_PASSES: usize = 8;
 
@@ -422,15 +423,15 @@ const SWEEP_AFTER_WRITES: usize = 256;
 /// sled (0.34.7, `lru.rs`) accounts a page access only when 64 accesses have queued in the same
 /// one of its 256 LRU shards (by page id), and evicts only when accounting; a shard never evicts
 /// its last page. A table written keeps every page it wrote in memory until then: each shard sees
-/// a handful of accesses from one table, so a coordinator's memory grew by about a table's size
-/// with each of its first tables committed, and levelled off only some 40 MB higher, whatever
-/// `cache_capacity` said. A sweep reads a tree of many tiny keys (pages in every shard) often
+/// a handful of accesses from one table, so without sweeps a coordinator's memory grows by about
+/// a table's size with each of its first tables committed, and levels off far above
+/// `cache_capacity`. A sweep reads a tree of many tiny keys (pages in every shard) often
 /// enough that every shard accounts its queue: the tables' large pages, older, are evicted, and
 /// each shard's last page is a tiny one.
 struct PageSweep {
     db: sled::Db,
-    /// The tree of tiny keys, made at the first sweep (making it costs a process about 4 MB
-    /// of heap, which a solve from nothing would otherwise carry into its peak).
+    /// The tree of tiny keys, made at the first sweep (making it takes some heap, which a solve
+    /// from nothing would otherwise carry into its peak).
     tree: std::sync::Mutex<Option<sled::Tree>>,
     /// Blocks and removals written since the last sweep.
     written: std::sync::atomic::AtomicUsize,
@@ -580,11 +581,11 @@ impl<'a> Batches<'a> {
 /// sled (0.34.7, `iobuf.rs`) frees a sealed log buffer (512 KiB) through crossbeam-epoch's
 /// deferred garbage: it waits in the sealing thread's bag, up to 64 items, and then in the global
 /// queue, which a thread collects only every 128 pins of its own. A coordinator pins rarely (its
-/// probes read the block cache, not sled) and over a hundred threads, while sled's flusher sealed
-/// a buffer for every job record written (lease renewals): in the soak test 54 buffers were made
-/// and 31 freed in 40 s, 16-18 MB a minute kept. With the flusher off, the thread that flushes
-/// seals; moving its bag to the global queue and collecting there frees each buffer within a few
-/// flushes. (Which of the two changes would have sufficed alone was not measured.)
+/// probes read the block cache, not sled) and over many threads, while sled's periodic flusher
+/// would seal a buffer for every job record written (lease renewals): buffers would be sealed
+/// faster than they are freed, and the coordinator's memory would grow for as long as it runs.
+/// With the periodic flusher off ([`SledStore::open`]), the thread that flushes seals; moving
+/// its bag to the global queue and collecting there frees each buffer within a few flushes.
 fn release_sealed_buffers() {
     crossbeam_epoch::pin().flush();
 }
@@ -676,7 +677,7 @@ impl SledStore {
     /// Lets sled's page cache evict what it holds beyond its capacity (pages read since the
     /// last sweep, as a server's probes read blocks), and frees the log buffers this thread
     /// left pending (sled frees them only through deferred garbage); writes do both themselves.
-    /// Takes about 10 ms.
+    /// Cheap enough (reads of tiny keys, nothing written) for a server to call on a timer.
     pub fn sweep_page_cache(&self) -> Result<(), StoreError> {
         release_sealed_buffers();
         self.sweep.sweep()
@@ -911,9 +912,9 @@ impl TableStore for SledStore {
 
     fn part_headers(&self, id: &TableId) -> Result<Vec<TableHeader>, StoreError> {
         // One seek per part, to the first key of the next one: a scan of the prefix would read
-        // every block of every part (each worker job and each commit asks, and a table in 49
-        // slices then read its stored slices over and over: the workers' memory grew by some
-        // 10 MB a job).
+        // every block of every part, and each worker job and each commit asks, so a table in
+        // many slices would read its stored slices over and over, into the page cache of every
+        // worker's store.
         let prefix = parts_prefix(id);
         let mut out = Vec::new();
         let mut from = prefix.clone();

@@ -157,8 +157,9 @@ fn a_header_that_passes_its_checksum_but_lies_is_refused() {
         Err(ShardError::BadHeader(m)) => assert!(m.contains("do not add up"), "{m}"),
         other => panic!("{other:?}"),
     }
-    // Counts whose sum wraps around 2^64 to the legal count (found by fuzzing:
-    // fuzz/regressions/upload/counts-overflow; the addition overflowed, a panic in debug builds).
+    // Counts whose sum wraps around 2^64 to the legal count (the input of
+    // fuzz/regressions/upload/counts-overflow): refused, never added with an overflow, which
+    // panics in debug builds.
     let mut wrapping = t.clone();
     let c = &mut wrapping.header.counts[Color::Black];
     c.wins += 1 << 63;
@@ -214,8 +215,9 @@ fn a_refused_import_leaves_the_store_untouched() {
     assert_eq!(store.list_tables().unwrap().len(), 2);
 }
 
-/// Found by fuzzing (fuzz/regressions/shard_import/): a file whose blocks match their
-/// checksums but not the values checksum (or do not decompress) was imported.
+/// A file whose blocks match their checksums but not the values checksum (or do not
+/// decompress) is refused at import and leaves the store empty, as the fuzzer's inputs in
+/// fuzz/regressions/shard_import/ must be.
 #[test]
 fn an_import_checks_the_values_checksums() {
     let dir = tempfile::tempdir().unwrap();
@@ -355,9 +357,9 @@ mod fuzz {
     }
 }
 
-/// A table with pawns written before pawn slices (index scheme 1) stays readable: its header
-/// names its scheme, it decodes under that index, and every position probes to the value the
-/// sliced table of today gives it.
+/// A table with pawns numbered by index scheme 1 (one layout, no pawn slices) stays readable:
+/// its header names its scheme, it decodes under that index, and every position probes to the
+/// value the sliced table gives it.
 #[test]
 fn a_pawn_table_of_index_scheme_1_stays_readable() {
     use xqtb_core::{MAX_PIECES, MemoryTables, Probe, SCHEME_SLICED, SCHEME_WHOLE, Table};

@@ -472,10 +472,10 @@ def run(base, shots, fen, missing_fen):
 
 
 # Thresholds of check_glyphs: a glyph covers at least MIN_INK of its crop, and two different
-# characters differ in at least MIN_UNLIKE of their ink. Measured in headless Chromium: the glyphs
-# cover 0.09-0.3 and differ by 0.5-0.75; the missing-glyph boxes that text in system fonts shows
-# without a CJK font cover 0.04 of a piece's face (0 of a notation character's box) and are alike
-# (differ by 0.00).
+# characters differ in at least MIN_UNLIKE of their ink. Each lies between what the page's glyphs
+# give in headless Chromium (more ink, clearly different shapes) and what the missing-glyph boxes
+# of system-font text without a CJK font give (little or no ink, all alike), with room on both
+# sides.
 MIN_INK = 0.06
 MIN_UNLIKE = 0.3
 

@@ -13,8 +13,8 @@ use xqtb_core::Table;
 /// Values per block unless told otherwise (see `BENCHMARKS.md`, "Storage", for the comparison).
 pub const DEFAULT_BLOCK_VALUES: u32 = 1 << 14;
 
-/// zstd level unless told otherwise. Level 14 stores KRNvKR within 0.3% of level 16 and encodes
-/// in about 60% of its time; above 14 zstd switches to optimal parsing, which costs far more CPU
+/// zstd level unless told otherwise. Level 14 stores tables about as small as the levels above
+/// it in much less time: above 14 zstd switches to optimal parsing, which costs far more CPU
 /// than it saves bytes on these blocks (see `BENCHMARKS.md`, "Storage").
 pub const DEFAULT_LEVEL: i32 = 14;
 

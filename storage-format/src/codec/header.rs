@@ -274,8 +274,9 @@ impl TableHeader {
                 put_u32(&mut w, b.crc);
             }
         }
-        // Tables of rule sets with repetition rules end with their rule counts (tables of
-        // cycles-are-draws, written before rules existed, end with the block table).
+        // Tables of rule sets with repetition rules end with their rule counts; tables of
+        // cycles-are-draws end with the block table, so those written before rule sets existed
+        // read the same.
         if self.rules != RuleSet::CyclesAreDraws {
             for c in &self.counts.0 {
                 put_u64(&mut w, c.rule_wins);

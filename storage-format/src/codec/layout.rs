@@ -20,8 +20,8 @@ pub enum ValueLayout {
     /// One byte per value, an index into the block's own list of codes, which comes first: the
     /// number of codes less one (a byte), then the codes in ascending order (two bytes each,
     /// little-endian). Half the bytes of [`ValueLayout::Planes`] for tables whose codes do not
-    /// fit a byte but whose blocks use few of them each (rule values); on KRNvKR under the Asian
-    /// rules a quarter smaller and twice as fast to compress (see `BENCHMARKS.md`, "Storage").
+    /// fit a byte but whose blocks use few of them each (rule values), so such tables also
+    /// store smaller and compress faster (see `BENCHMARKS.md`, "Storage").
     Indexed,
 }
 
