@@ -96,6 +96,11 @@ pub struct WorkerArgs {
     /// memory fits (see `xqtb plan`).
     #[arg(long)]
     memory: Option<bytesize::ByteSize>,
+    /// Read the tables a job depends on through a block cache of this size (e.g. 256MiB)
+    /// instead of decoding them whole (default: only for jobs whose estimate with them whole
+    /// does not fit in --memory).
+    #[arg(long, value_name = "SIZE")]
+    dependency_cache: Option<bytesize::ByteSize>,
     /// Cache directory for dependency tables.
     #[arg(long, default_value = "./xqtb-worker-cache")]
     cache: PathBuf,
@@ -323,6 +328,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         token: args.token,
         ca: args.ca,
         exit_when_done: args.exit_when_done,
+        dependency_cache: args.dependency_cache.map(|b| b.as_u64()),
         faults: args.faults.faults(),
         measure_job_memory: true,
     };
@@ -413,6 +419,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
                 token: None,
                 ca: None,
                 exit_when_done: true,
+                dependency_cache: None,
                 faults: Faults::default(),
                 // The coordinator and the other workers share this process.
                 measure_job_memory: false,

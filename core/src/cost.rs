@@ -7,8 +7,10 @@
 //! peaks, CPU times and stored sizes, and this model's predictions next to them), not derived:
 //! they move when the solver does, and that section says how to measure them again.
 //!
-//! - Memory: `BASE_BYTES + 2 × entries + overhead(rules) × entries + 2.2 × dependency entries`.
-//!   Two bytes per entry are the table being solved; the overhead is the rule phase's and the
+//! - Memory: `BASE_BYTES + 2 × entries + overhead(rules) × entries + 2.2 × dependency entries`,
+//!   with the dependency term capped at [`DEPENDENCY_CACHE_BYTES`]: a worker that cannot hold
+//!   the dependency tables beside the job reads them through a block cache of that size
+//!   instead ([`JobCost::reads_dependencies_whole`]). Two bytes per entry are the table being solved; the overhead is the rule phase's and the
 //!   verifier's bookkeeping at their peak (asian), or the encoded blocks and the store's page
 //!   cache at the end (cycles-are-draws); a dependency costs its two-byte codes and a little of
 //!   the store's cache. Fitted to be at or above every measured peak and not far above it on
@@ -47,6 +49,11 @@ pub const TABLE_BYTES_PER_ENTRY: f64 = 2.0;
 /// size (KRNvKABB and KRNvKR), so that the difference in their peaks is the dependencies' alone.
 const DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY: f64 = 0.2;
 
+/// Bytes of decompressed blocks a job caches when it reads its dependency tables from the store
+/// instead of decoding them whole: what the memory estimate counts for them at most. Large
+/// enough to hold the blocks that the captures of a run of neighbouring slots land in.
+pub const DEPENDENCY_CACHE_BYTES: u64 = 128_000_000;
+
 /// The memory a worker of `memory_bytes` has for a job's [`JobCost::solve_bytes`] while it holds
 /// `resident_bytes` between jobs: what it holds beyond [`BASE_BYTES`] (mostly its cache store's
 /// pages, which grow over a long run) is not there for the job.
@@ -69,8 +76,12 @@ pub struct JobCost {
     /// Entries of the dependency tables the worker loads to value captures, and of the slices
     /// of its own table a pawn slice's advances lead into.
     pub dependency_entries: u64,
-    /// Peak bytes the worker holds while solving, verifying and uploading the job.
+    /// Peak bytes the worker holds while solving, verifying and uploading the job, reading the
+    /// dependency tables through a cache when they take more than [`DEPENDENCY_CACHE_BYTES`].
     pub solve_bytes: u64,
+    /// Bytes the dependency tables take decoded whole (not the slices of the job's own table,
+    /// which are always held whole).
+    pub dependency_bytes: u64,
     /// Bytes the job's part of its table takes compressed in the store and in a shard file.
     pub stored_bytes: u64,
     /// CPU seconds to solve, verify and encode it (divide by threads for wall time).
@@ -132,24 +143,32 @@ impl JobCost {
         self.solve_bytes + held_beyond_base(resident_bytes)
     }
 
+    /// Peak bytes with every dependency table decoded whole.
+    pub fn in_memory_bytes(&self) -> u64 {
+        self.solve_bytes - self.dependency_bytes.min(DEPENDENCY_CACHE_BYTES) + self.dependency_bytes
+    }
+
+    /// Whether a worker with `memory_bytes` for this job decodes its dependency tables whole
+    /// (faster: a capture is then one lookup) rather than reading them through a block cache.
+    pub fn reads_dependencies_whole(&self, memory_bytes: u64) -> bool {
+        self.in_memory_bytes() <= memory_bytes
+    }
+
     /// The estimated cost of `key`.
     pub fn of(key: &JobKey) -> JobCost {
         let r = rates(key.table.rules);
         let entries = key.entries();
-        let dependency_entries: u64 = key
+        let table_entries: u64 = key
             .table
             .dependencies()
             .iter()
             .map(|d| 2 * crate::TableIndex::size_of(&d.signature))
-            .sum::<u64>()
-            + key
-                .slice_dependencies()
-                .iter()
-                .map(|s| 2 * s.len())
-                .sum::<u64>();
+            .sum();
+        let slice_entries: u64 = key.slice_dependencies().iter().map(|s| 2 * s.len()).sum();
+        let per_dependency_entry = TABLE_BYTES_PER_ENTRY + DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY;
+        let dependency_bytes = (per_dependency_entry * table_entries as f64).ceil() as u64;
         let held = (TABLE_BYTES_PER_ENTRY + r.overhead_bytes_per_entry) * entries as f64
-            + (TABLE_BYTES_PER_ENTRY + DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY)
-                * dependency_entries as f64;
+            + per_dependency_entry * slice_entries as f64;
         let material = key.table.signature.material();
         let pieces = material.piece_count() as f64;
         // The canonical table gives the stronger side to Red.
@@ -163,8 +182,11 @@ impl JobCost {
         JobCost {
             slots: key.slots.len(),
             entries,
-            dependency_entries,
-            solve_bytes: BASE_BYTES + held.ceil() as u64,
+            dependency_entries: table_entries + slice_entries,
+            solve_bytes: BASE_BYTES
+                + held.ceil() as u64
+                + dependency_bytes.min(DEPENDENCY_CACHE_BYTES),
+            dependency_bytes,
             stored_bytes: (by_sides(&r.stored_bytes_per_entry) * entries as f64).ceil() as u64,
             cpu_seconds: by_sides(&r.cpu_ns_per_entry_piece) * pieces * entries as f64 * 1e-9,
         }
@@ -222,7 +244,7 @@ mod tests {
     #[test]
     fn memory_estimates_cover_the_measured_peaks_by_at_most_a_fifth() {
         for (sig, rules, low, high, _) in MEASURED {
-            let need = cost(sig, rules).solve_bytes;
+            let need = cost(sig, rules).in_memory_bytes();
             // At or above every run (a worker below the estimate is never sent the job, so an
             // estimate under a real peak is an out-of-memory kill), and not wastefully above.
             assert!(need >= high, "{sig} {rules}: {need} < measured {high}");
@@ -271,6 +293,25 @@ mod tests {
     }
 
     #[test]
+    fn dependencies_count_at_most_the_cache_a_job_reads_them_through() {
+        // KRNvKRAB's dependencies decode to far more than the cache: the estimate counts the
+        // cache, and a worker decodes them whole only when it holds the larger figure.
+        let c = cost("KRNvKRAB", RuleSet::Asian);
+        assert!(c.dependency_bytes > 10 * DEPENDENCY_CACHE_BYTES, "{c:?}");
+        assert_eq!(
+            c.in_memory_bytes() - c.solve_bytes,
+            c.dependency_bytes - DEPENDENCY_CACHE_BYTES
+        );
+        assert!(!c.reads_dependencies_whole(c.solve_bytes));
+        assert!(!c.reads_dependencies_whole(c.in_memory_bytes() - 1));
+        assert!(c.reads_dependencies_whole(c.in_memory_bytes()));
+        // Small dependencies are counted whole.
+        let small = cost("KRvKN", RuleSet::Asian);
+        assert_eq!(small.in_memory_bytes(), small.solve_bytes);
+        assert!(small.reads_dependencies_whole(small.solve_bytes));
+    }
+
+    #[test]
     fn what_a_worker_holds_beyond_the_base_is_taken_from_its_memory() {
         let c = cost("KRNvKR", RuleSet::Asian);
         let grown = BASE_BYTES + 40_000_000;
@@ -310,7 +351,7 @@ mod tests {
             let of = |rules, s| JobCost::of(&JobKey::whole(TableId::new(rules, s)));
             for rules in RuleSet::ALL {
                 let c = of(rules, s);
-                assert!(c.solve_bytes > BASE_BYTES + 2 * (c.entries + c.dependency_entries));
+                assert!(c.in_memory_bytes() > BASE_BYTES + 2 * (c.entries + c.dependency_entries));
                 for d in s.capture_targets() {
                     let dc = of(rules, d);
                     assert!(dc.solve_bytes < c.solve_bytes, "{d} {s} {rules}");

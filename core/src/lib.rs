@@ -41,7 +41,9 @@ mod signature;
 mod table;
 mod value;
 
-pub use cost::{BASE_BYTES, JobCost, TABLE_BYTES_PER_ENTRY, memory_for_jobs};
+pub use cost::{
+    BASE_BYTES, DEPENDENCY_CACHE_BYTES, JobCost, TABLE_BYTES_PER_ENTRY, memory_for_jobs,
+};
 pub use counts::{SideCounts, TableCounts};
 pub use index::{
     MAX_PIECES, SCHEME_SLICED, SCHEME_WHOLE, SLICE_ALIGN, Shifts, Slice, SlotError, SlotRange,

@@ -29,7 +29,10 @@ use storage_format::codec::encode_table;
 use storage_format::shard;
 use storage_format::store::{SledStore, TableStore};
 use tokio::sync::watch;
-use xqtb_core::{JobKey, MemoryTables, SlotRange, TableId};
+use xqtb_core::{
+    DEPENDENCY_CACHE_BYTES, JobCost, JobKey, MemoryTables, Probe, ProbeError, RuleSet, Signature,
+    SlotRange, Table, TableId, Value,
+};
 
 /// Chunk size for uploads (well under the 4 MiB message limit).
 const UPLOAD_CHUNK: usize = 512 * 1024;
@@ -57,6 +60,10 @@ pub struct WorkerConfig {
     /// Faults to inject, for tests: none (and no way to ask for any) without the crate's
     /// `fault-injection` feature.
     pub faults: Faults,
+    /// Read dependency tables through a block cache of this many bytes for every job. Without
+    /// it a job decodes them whole when its estimate with them fits in `memory_bytes` (or no
+    /// memory is said), and reads them through a cache of [`DEPENDENCY_CACHE_BYTES`] otherwise.
+    pub dependency_cache: Option<u64>,
     /// Measure each job's peak resident memory (the process's peak, reset when the job starts):
     /// only right when this worker has its process to itself, as `xqtb worker` has.
     pub measure_job_memory: bool,
@@ -370,9 +377,12 @@ async fn run_job(
                 cache.put_part(&part).map_err(job_err)?;
             }
         }
+        let cache_bytes = dependency_cache_bytes(config, &key);
         let mut tables = MemoryTables::new();
-        storage_format::load_into_memory(&**cache, &deps, &mut tables, |_, _| {})
-            .map_err(job_err)?;
+        if cache_bytes.is_none() {
+            storage_format::load_into_memory(&**cache, &deps, &mut tables, |_, _| {})
+                .map_err(job_err)?;
+        }
         for &slots in &slices {
             let part = match cache.header(&key.table).map_err(job_err)? {
                 Some(_) => cache.load_table(&key.table),
@@ -382,6 +392,11 @@ async fn run_job(
             let part = storage_format::codec::decode_table(&part).map_err(job_err)?;
             tables.insert(Arc::new(part));
         }
+        let through_cache = cache_bytes.map(|bytes| CachedDependencies {
+            own: key.table,
+            parts: std::mem::take(&mut tables),
+            tables: probe::Tablebase::with_cache_bytes(Arc::clone(cache), bytes),
+        });
         let (pool, p) = (Arc::clone(pool), Arc::clone(&progress));
         let started = std::time::Instant::now();
         let solved = tokio::task::spawn_blocking(move || {
@@ -401,10 +416,14 @@ async fn run_job(
                         }
                     }
                 };
+                let deps: &dyn Probe = match &through_cache {
+                    Some(c) => c,
+                    None => &tables,
+                };
                 let (table, _) = if key.is_whole_table() {
-                    solver::solve_and_verify(key.table, &tables, &report)?
+                    solver::solve_and_verify(key.table, deps, &report)?
                 } else {
-                    solver::solve_and_verify_range(key.table, key.slots, &tables, &report)?
+                    solver::solve_and_verify_range(key.table, key.slots, deps, &report)?
                 };
                 #[cfg(feature = "fault-injection")]
                 let table = faults.corrupt(&key, table);
@@ -438,7 +457,7 @@ async fn run_job(
             cache.put_part(&solved).map_err(job_err)?;
         }
         let outcome = upload(client, &job.lease_id, &key, &bytes, worker_id).await;
-        usage.report(worker_id, &key);
+        usage.report(worker_id, &key, cache_bytes.is_none());
         drop(bytes);
         // The job's tables were freed; glibc would keep much of it for the next job.
         resources::release_freed_memory();
@@ -447,6 +466,57 @@ async fn run_job(
     .await;
     heartbeat.abort();
     result
+}
+
+/// The block cache a job reads its dependency tables through, or `None` to decode them whole:
+/// whole when the job's estimate with them fits in the memory this worker has for it.
+fn dependency_cache_bytes(config: &WorkerConfig, key: &JobKey) -> Option<u64> {
+    if config.dependency_cache.is_some() {
+        return config.dependency_cache;
+    }
+    let memory = xqtb_core::memory_for_jobs(config.memory_bytes, rss_bytes().unwrap_or(0));
+    let whole = config.memory_bytes == 0 || JobCost::of(key).reads_dependencies_whole(memory);
+    (!whole).then_some(DEPENDENCY_CACHE_BYTES)
+}
+
+/// A job's dependencies when its dependency tables are read through a block cache: the slices
+/// of its own table (a pawn slice's advances lead into them) are held whole, every other table
+/// is probed in the worker's cache store.
+struct CachedDependencies {
+    own: TableId,
+    parts: MemoryTables,
+    tables: probe::Tablebase<Arc<SledStore>>,
+}
+
+impl Probe for CachedDependencies {
+    fn probe(&self, rules: RuleSet, board: &xiangqi::Board) -> Result<Value, ProbeError> {
+        let table = Signature::new(xqtb_core::Material::of_board(board));
+        if TableId::new(rules, table) == self.own {
+            self.parts.probe(rules, board)
+        } else {
+            self.tables.probe(rules, board)
+        }
+    }
+
+    fn has_table(&self, id: &TableId) -> bool {
+        if *id == self.own {
+            self.parts.has_table(id)
+        } else {
+            self.tables.has_table(id)
+        }
+    }
+
+    fn has_slots(&self, id: &TableId, slots: SlotRange) -> bool {
+        if *id == self.own {
+            self.parts.has_slots(id, slots)
+        } else {
+            self.tables.has_table(id)
+        }
+    }
+
+    fn table(&self, id: &TableId) -> Option<&Table> {
+        self.parts.table(id)
+    }
 }
 
 /// Seconds to one decimal, as logged.
@@ -474,8 +544,15 @@ impl JobUsage {
 
     /// Logs the job's wall and CPU seconds and peak memory next to their estimates, and sets the
     /// gauges that operators compare with `xqtb plan`.
-    fn report(&self, worker_id: &str, key: &JobKey) {
+    /// `whole`: the job decoded its dependency tables whole (else it read them through a cache).
+    fn report(&self, worker_id: &str, key: &JobKey, whole: bool) {
         let estimate = xqtb_core::JobCost::of(key);
+        let beside = estimate.solve_bytes_beside(self.rss_at_start.unwrap_or(0));
+        let estimated_memory = if whole {
+            beside - estimate.solve_bytes + estimate.in_memory_bytes()
+        } else {
+            beside
+        };
         let wall = self.started.elapsed().as_secs_f64();
         let cpu = cpu_seconds()
             .zip(self.cpu_at_start)
@@ -495,8 +572,10 @@ impl JobUsage {
             cpu_seconds = cpu.map(tenths),
             estimated_cpu_seconds = tenths(estimate.cpu_seconds),
             peak_memory_bytes = peak,
-            // As the coordinator matched it with this worker: beside what the worker held.
-            estimated_memory_bytes = estimate.solve_bytes_beside(self.rss_at_start.unwrap_or(0)),
+            // Beside what the worker held, as the coordinator matches them, for the way the
+            // job read its dependencies.
+            estimated_memory_bytes = estimated_memory,
+            dependencies_whole = whole,
             memory_at_start_bytes = self.rss_at_start,
             "job done"
         );
