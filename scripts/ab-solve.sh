@@ -5,6 +5,8 @@
 #   scripts/ab-solve.sh A_BINARY B_BINARY RUNS SIGNATURE [solve args...]
 # A_ARGS and B_ARGS add arguments to one side only, e.g. to compare rule sets with one binary:
 #   A_ARGS="--rules cycles-are-draws" B_ARGS="--rules asian" scripts/ab-solve.sh X X 3 KRNvKR
+# DEPS=DIR starts every run from a copy of the store DIR (its dependencies solved already), so
+# that only SIGNATURE is solved.
 set -euo pipefail
 a=${1:?usage: ab-solve.sh A B RUNS SIGNATURE [args...]}
 b=${2:?}
@@ -18,6 +20,7 @@ for i in $(seq "$runs"); do
     bin=$a; extra=${A_ARGS:-}
     [ "$which" = B ] && bin=$b && extra=${B_ARGS:-}
     rm -rf "$tmp/data"
+    [ -n "${DEPS:-}" ] && cp -a "$DEPS" "$tmp/data"
     line=$("$bin" solve "$sig" --threads 2 --data "$tmp/data" "$@" $extra 2>/dev/null | grep '^all done')
     cpu=$(sed -n 's/.* \([0-9.]*\) s CPU.*/\1/p' <<<"$line")
     wall=$(sed -n 's/all done: \([0-9.]*\) s wall.*/\1/p' <<<"$line")
