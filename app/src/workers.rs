@@ -123,13 +123,16 @@ impl Workers {
         }
     }
 
-    /// Records what `id` holds between jobs (0: not said) and returns the memory it can give
-    /// one job, `None` when it did not say (or is unknown).
+    /// Notes that `id` asked for a job, records what it holds between jobs (0: not said) and
+    /// returns the memory it can give one job, `None` when it did not say (or is unknown). An
+    /// idle worker calls in only by asking for jobs, so asking counts as being seen.
     pub(crate) fn memory_for_lease(&self, id: &str, resident_bytes: u64) -> Option<u64> {
-        self.lock().get_mut(id).and_then(|w| {
+        let mut memory = None;
+        self.touch(id, |w| {
             w.resident_bytes = (resident_bytes > 0).then_some(resident_bytes);
-            w.memory_bytes
-        })
+            memory = w.memory_bytes;
+        });
+        memory
     }
 
     /// Notes that `id` called in, and changes its entry with `f`.
@@ -266,7 +269,11 @@ mod tests {
             eprintln!("skipped: the machine has not been up long enough to backdate a worker");
             return;
         }
-        assert_eq!(phases(&workers), [(a, "lost".to_string())]);
+        assert_eq!(phases(&workers), [(a.clone(), "lost".to_string())]);
+        // Asking for a job is calling in: an idle worker that keeps asking is not lost.
+        workers.memory_for_lease(&a, 0);
+        assert_eq!(phases(&workers), [(a.clone(), "idle".to_string())]);
+        assert!(backdate(&a, FORGET_SILENT_WORKERS));
         let b = workers.register("b", 1, None, "test").worker_id;
         assert_eq!(phases(&workers), [(b, "idle".to_string())]);
     }
