@@ -474,7 +474,14 @@ fn dependency_cache_bytes(config: &WorkerConfig, key: &JobKey) -> Option<u64> {
     if config.dependency_cache.is_some() {
         return config.dependency_cache;
     }
-    let memory = xqtb_core::memory_for_jobs(config.memory_bytes, rss_bytes().unwrap_or(0));
+    // What the worker holds between jobs, as its lease request told the coordinator (only a
+    // worker with its process to itself knows it).
+    let resident = if config.measure_job_memory {
+        rss_bytes().unwrap_or(0)
+    } else {
+        0
+    };
+    let memory = xqtb_core::memory_for_jobs(config.memory_bytes, resident);
     let whole = config.memory_bytes == 0 || JobCost::of(key).reads_dependencies_whole(memory);
     (!whole).then_some(DEPENDENCY_CACHE_BYTES)
 }
