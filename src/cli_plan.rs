@@ -61,18 +61,21 @@ With --json the plan is one JSON object (here `xqtb plan KRvKN --json`, shortene
    \"jobs\": [{\"signature\": \"KNvK\", ...}, {\"signature\": \"KRvK\", ...},
             {\"signature\": \"KRvKN\", \"rules\": \"asian\", \"slots\": 328500, \"entries\": 657000,
              \"dependencies\": [\"KNvK\", \"KRvK\"], \"dependency_entries\": 14760,
-             \"solve_bytes\": 17872072, \"stored_bytes\": 94608, \"cpu_seconds\": 0.883}],
+             \"solve_bytes\": 17872073, \"stored_bytes\": 94608, \"disk_bytes\": 96188,
+             \"cpu_seconds\": 0.883}],
    \"totals\": {\"jobs\": 3, \"slots\": 335880, \"entries\": 671760, \"dependency_entries\": 14760,
-              \"stored_bytes\": 96188, \"cpu_seconds\": 0.89, \"max_solve_bytes\": 17872072,
-              \"max_solve_job\": \"KRvKN\"}}
+              \"stored_bytes\": 96188, \"cpu_seconds\": 0.89, \"max_solve_bytes\": 17872073,
+              \"max_solve_job\": \"KRvKN\", \"max_disk_bytes\": 96188}}
 Jobs come in dependency order (every job after the jobs it depends on). slots: index slots per
 side to move; entries: slots times both sides; dependencies: the tables its captures lead into,
 whose entries (dependency_entries) a worker loads to solve it; solve_bytes: the peak memory of a
-worker solving, verifying and encoding it; stored_bytes: its compressed size in the store
-(estimated); cpu_seconds: CPU time to solve, verify and encode it (estimated; divide by the
+worker solving, verifying and encoding it (dependency tables counted at most at the block
+cache a worker reads them through when they do not fit); stored_bytes: its compressed size in the
+store (estimated); disk_bytes: the local disk a worker needs for it (the compressed tables it
+depends on and its result); cpu_seconds: CPU time to solve, verify and encode it (estimated; divide by the
 threads for the time). The totals are the sums over the jobs, except max_solve_bytes: the
-largest solve_bytes, the memory the biggest worker needs, and max_solve_job, the job that needs
-it (null when the plan is empty). A table with pawns of at least --slice-from-entries entries is
+largest solve_bytes, the memory the biggest worker needs, max_solve_job, the job that needs it
+(null when the plan is empty), and max_disk_bytes, the most disk one job needs. A table with pawns of at least --slice-from-entries entries is
 one job per pawn slice: such a job also has first_slot and end_slot (its slots) and
 slice_dependencies, the [first_slot, end_slot] of each slice of its own table that its pawn
 advances lead into, whose entries count in its dependency_entries. The estimates come from
@@ -167,6 +170,8 @@ pub struct Totals {
     pub max_solve_bytes: u64,
     /// The job that needs it.
     pub max_solve_job: Option<JobKey>,
+    /// The most local disk one job needs.
+    pub max_disk_bytes: u64,
 }
 
 /// The totals of `rows`; an error if a sum does not fit in 64 bits.
@@ -194,6 +199,7 @@ pub fn totals(rows: &[(JobKey, JobCost)]) -> Result<Totals> {
         )?;
         add(&mut t.stored_bytes, c.stored_bytes, "stored bytes")?;
         t.cpu_seconds += c.cpu_seconds;
+        t.max_disk_bytes = t.max_disk_bytes.max(c.disk_bytes);
         if t.max_solve_job.is_none() || c.solve_bytes > t.max_solve_bytes {
             t.max_solve_bytes = c.solve_bytes;
             t.max_solve_job = Some(*key);
@@ -270,6 +276,7 @@ fn job_json(key: &JobKey, c: &JobCost) -> Json {
         "dependency_entries": c.dependency_entries,
         "solve_bytes": c.solve_bytes,
         "stored_bytes": c.stored_bytes,
+        "disk_bytes": c.disk_bytes,
         "cpu_seconds": c.cpu_seconds,
     });
     if !key.is_whole_table() {
@@ -299,6 +306,7 @@ pub fn plan_json(rules: RuleSet, rows: &[(JobKey, JobCost)], t: &Totals) -> Json
             "cpu_seconds": t.cpu_seconds,
             "max_solve_bytes": t.max_solve_bytes,
             "max_solve_job": t.max_solve_job.map(|k| k.table.signature.name()),
+            "max_disk_bytes": t.max_disk_bytes,
         },
     })
 }
@@ -326,9 +334,10 @@ pub fn print_plan(rules: RuleSet, rows: &[(JobKey, JobCost)], t: &Totals) {
         "dep. entries",
         "solve memory",
         "stored (est.)",
+        "disk",
         "CPU (est.)",
     ];
-    let lines: Vec<[String; 8]> = rows
+    let lines: Vec<[String; 9]> = rows
         .iter()
         .enumerate()
         .map(|(i, (k, c))| {
@@ -340,6 +349,7 @@ pub fn print_plan(rules: RuleSet, rows: &[(JobKey, JobCost)], t: &Totals) {
                 c.dependency_entries.to_string(),
                 human_bytes(c.solve_bytes),
                 human_bytes(c.stored_bytes),
+                human_bytes(c.disk_bytes),
                 human_seconds(c.cpu_seconds),
             ]
         })
@@ -351,7 +361,7 @@ pub fn print_plan(rules: RuleSet, rows: &[(JobKey, JobCost)], t: &Totals) {
         }
     }
     // The table's name is left-aligned, numbers right-aligned.
-    let row = |cells: [&str; 8]| {
+    let row = |cells: [&str; 9]| {
         let s: Vec<String> = cells
             .iter()
             .zip(width)
@@ -380,9 +390,11 @@ pub fn print_plan(rules: RuleSet, rows: &[(JobKey, JobCost)], t: &Totals) {
     );
     if let Some(k) = t.max_solve_job {
         println!(
-            "largest job: {}, about {} while solving (the memory the biggest worker needs)",
+            "largest job: {}, about {} while solving (the memory the biggest worker needs); \
+             at most {} of local disk for one job",
             job_name(&k),
-            human_bytes(t.max_solve_bytes)
+            human_bytes(t.max_solve_bytes),
+            human_bytes(t.max_disk_bytes)
         );
     }
 }

@@ -84,6 +84,9 @@ pub struct JobCost {
     pub dependency_bytes: u64,
     /// Bytes the job's part of its table takes compressed in the store and in a shard file.
     pub stored_bytes: u64,
+    /// Local disk the worker needs for the job: the compressed tables (and slices of its own
+    /// table) it depends on in its cache, and the job's own result.
+    pub disk_bytes: u64,
     /// CPU seconds to solve, verify and encode it (divide by threads for wall time).
     pub cpu_seconds: f64,
 }
@@ -172,13 +175,25 @@ impl JobCost {
         let material = key.table.signature.material();
         let pieces = material.piece_count() as f64;
         // The canonical table gives the stronger side to Red.
-        let by_sides = |rate: &BySides| {
-            if material.attackers(Color::Black) > 0 {
+        let sides_of = |m: &crate::Material, rate: &BySides| {
+            if m.attackers(Color::Black) > 0 {
                 rate.both
             } else {
                 rate.one
             }
         };
+        let by_sides = |rate: &BySides| sides_of(material, rate);
+        let stored = by_sides(&r.stored_bytes_per_entry) * entries as f64;
+        let dependencies_stored: f64 = key
+            .table
+            .dependencies()
+            .iter()
+            .map(|d| {
+                let entries = 2 * crate::TableIndex::size_of(&d.signature);
+                sides_of(d.signature.material(), &r.stored_bytes_per_entry) * entries as f64
+            })
+            .sum::<f64>()
+            + by_sides(&r.stored_bytes_per_entry) * slice_entries as f64;
         JobCost {
             slots: key.slots.len(),
             entries,
@@ -187,7 +202,8 @@ impl JobCost {
                 + held.ceil() as u64
                 + dependency_bytes.min(DEPENDENCY_CACHE_BYTES),
             dependency_bytes,
-            stored_bytes: (by_sides(&r.stored_bytes_per_entry) * entries as f64).ceil() as u64,
+            stored_bytes: stored.ceil() as u64,
+            disk_bytes: (stored + dependencies_stored).ceil() as u64,
             cpu_seconds: by_sides(&r.cpu_ns_per_entry_piece) * pieces * entries as f64 * 1e-9,
         }
     }
@@ -309,6 +325,19 @@ mod tests {
         let small = cost("KRvKN", RuleSet::Asian);
         assert_eq!(small.in_memory_bytes(), small.solve_bytes);
         assert!(small.reads_dependencies_whole(small.solve_bytes));
+    }
+
+    #[test]
+    fn a_job_needs_disk_for_its_dependencies_and_its_result() {
+        let c = cost("KRNvKRAB", RuleSet::Asian);
+        let deps: u64 = TableId::new(RuleSet::Asian, "KRNvKRAB".parse().unwrap())
+            .dependencies()
+            .iter()
+            .map(|d| JobCost::of(&JobKey::whole(*d)).stored_bytes)
+            .sum();
+        assert!(c.disk_bytes.abs_diff(c.stored_bytes + deps) <= 16, "{c:?}");
+        let alone = cost("KRvK", RuleSet::Asian);
+        assert!(alone.disk_bytes >= alone.stored_bytes);
     }
 
     #[test]
