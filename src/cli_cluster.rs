@@ -846,7 +846,26 @@ pub fn query(args: QueryArgs) -> Result<()> {
 
 /// `xqtb download`: each file is checked and only renamed into place when whole.
 pub fn download(args: DownloadArgs) -> Result<()> {
-    let named = tables(&args.signatures, args.rules.unwrap_or_default())?;
+    // Without --rules the tables are the coordinator's default rule set's: ask which it is, so
+    // that the files already here are looked for under their right names.
+    let rules = match args.rules {
+        Some(r) => r,
+        None => runtime()?.block_on(async {
+            let mut client = tablebase_client(&args.server).await?;
+            let listed = client
+                .list_shards(ListShardsRequest {})
+                .await
+                .map_err(|s| call_error(s, &args.server, None))?
+                .into_inner();
+            listed.default_rules.parse::<RuleSet>().map_err(|e| {
+                anyhow!(
+                    "the coordinator at {} names no default rule set ({e}); pass --rules",
+                    args.server.server
+                )
+            })
+        })?,
+    };
+    let named = tables(&args.signatures, rules)?;
     // A table the coordinator lacks is generated, with everything it needs, by submitting the
     // tables asked for.
     let asked: Vec<String> = named.iter().map(|t| t.signature.name()).collect();
@@ -880,11 +899,11 @@ pub fn download(args: DownloadArgs) -> Result<()> {
             let mut stream = client
                 .download_shard(DownloadShardRequest {
                     signature: sig.name(),
-                    rules: rules_name(args.rules),
+                    rules: rules.name().into(),
                 })
                 .await
                 .map_err(|s| {
-                    let fix = submit_fix(&asked, args.rules, &args.server);
+                    let fix = submit_fix(&asked, Some(rules), &args.server);
                     call_error(s, &args.server, Some(fix))
                 })?
                 .into_inner();
@@ -897,7 +916,7 @@ pub fn download(args: DownloadArgs) -> Result<()> {
                 .progress_chars("=> "),
             );
             bar.set_prefix(sig.name());
-            let id = TableId::new(args.rules.unwrap_or_default(), sig);
+            let id = TableId::new(rules, sig);
             let bytes = rpc::receive_shard(&mut stream, &id, |done, total| {
                 bar.set_length(total);
                 bar.set_position(done);

@@ -1080,6 +1080,48 @@ fn a_table_solved_in_pawn_slices_with_a_killed_worker_equals_a_local_solve() {
     }
 }
 
+/// `download` without `--rules` fetches the tables of the coordinator's default rule set and
+/// finds them again under their names: a repeated download keeps every file.
+#[test]
+fn download_without_rules_uses_the_coordinators_rule_set() {
+    let dir = TempDir::new("download-rules");
+    let port = free_port();
+    let _c = coordinator(
+        &dir,
+        port,
+        &["--rules", "cycles-are-draws", "--plan", "KRvKA"],
+    );
+    let mut w = worker(&dir, port, "w", &["--threads", "2", "--exit-when-done"]);
+    let rt = rt();
+    rt.block_on(wait_until(
+        port,
+        "every job",
+        Duration::from_secs(120),
+        all_finished,
+    ));
+    assert!(w.wait_exit(Duration::from_secs(30)), "{}", w.log());
+    let out = dir.path("dl");
+    let out_arg = out.display().to_string();
+    let url = format!("http://127.0.0.1:{port}");
+    let first = run_ok(&["download", "KRvKA", "-o", &out_arg, "--server", &url]);
+    let closure = xqtb_core::closure_of(&["KRvKA".parse().unwrap()]);
+    let mut files: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let mut expected: Vec<String> = closure
+        .iter()
+        .map(|&t| {
+            storage_format::store::ShardDir::file_name(&TableId::new(RuleSet::CyclesAreDraws, t))
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(files, expected, "{first}");
+    let again = run_ok(&["download", "KRvKA", "-o", &out_arg, "--server", &url]);
+    assert_eq!(again.matches("kept").count(), closure.len(), "{again}");
+}
+
 /// A worker that reads the tables its jobs depend on through a small block cache, instead of
 /// decoding them whole, produces the same tables byte for byte: whole tables with captures into
 /// others, and pawn slices that also read the slices their advances lead into.

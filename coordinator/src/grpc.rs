@@ -466,7 +466,10 @@ impl Tablebase for TablebaseService {
                     rules: s.table.rules.name().into(),
                 })
                 .collect();
-            Ok(Response::new(ListShardsResponse { shards }))
+            Ok(Response::new(ListShardsResponse {
+                shards,
+                default_rules: self.0.default_rules().name().into(),
+            }))
         })
         .await
     }
