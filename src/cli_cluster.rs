@@ -903,7 +903,7 @@ pub fn download(args: DownloadArgs) -> Result<()> {
                 })
                 .await
                 .map_err(|s| {
-                    let fix = submit_fix(&asked, Some(rules), &args.server);
+                    let fix = submit_fix(&asked, args.rules, &args.server);
                     call_error(s, &args.server, Some(fix))
                 })?
                 .into_inner();
