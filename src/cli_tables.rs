@@ -51,6 +51,15 @@ impl Source {
         Ok(Tablebase::new(self.store()?))
     }
 
+    /// The tables to read, or `None` when no source was named and the default store does not
+    /// exist (a mate search runs without tables).
+    pub(crate) fn tablebase_if_any(&self) -> Result<Option<Tablebase>> {
+        if self.shards.is_none() && self.data.is_none() && !self.data_dir().is_dir() {
+            return Ok(None);
+        }
+        self.tablebase().map(Some)
+    }
+
     /// `e` with the commands that make the table it finds missing, if it finds one: the fix is
     /// obvious, so the message says it (for the store or shard directory these commands read).
     fn with_fix(&self, e: impl Into<anyhow::Error>) -> anyhow::Error {

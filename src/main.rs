@@ -3,6 +3,7 @@
 mod cli_adjudicate;
 mod cli_cluster;
 mod cli_plan;
+mod cli_search;
 mod cli_serve;
 mod cli_solve;
 mod cli_tables;
@@ -68,6 +69,9 @@ enum Command {
     Probe(cli_tables::ProbeArgs),
     /// The best line from a position: fastest mate against the longest defence.
     Mainline(cli_tables::MainlineArgs),
+    /// Prove a forced win from a position with more pieces than the tables hold (proof-number
+    /// search; positions whose material is stored are read from the tables).
+    Search(cli_search::SearchArgs),
     /// Write a stored table to a shard file.
     Export(cli_tables::ExportArgs),
     /// Import shard files into the store (every checksum verified first).
@@ -156,6 +160,7 @@ fn quiet_on_closed_pipe(command: &Command) {
             | Command::Plan(_)
             | Command::Probe(_)
             | Command::Mainline(_)
+            | Command::Search(_)
             | Command::Tables(_)
             | Command::Adjudicate(_)
     );
@@ -201,6 +206,7 @@ fn run() -> Result<()> {
         Command::Solve(args) => cli_solve::run(args),
         Command::Probe(args) => cli_tables::probe(args),
         Command::Mainline(args) => cli_tables::mainline(args),
+        Command::Search(args) => cli_search::run(args),
         Command::Export(args) => cli_tables::export(args),
         Command::Import(args) => cli_tables::import(args),
         Command::Verify(args) => cli_tables::verify(args),
