@@ -5,11 +5,11 @@ What it writes
 --------------
 A TSV (default tests/data/mates.tsv) with a `#` provenance header, a header row and the columns
   fen  category  side  expect  fsf_bestmove  confirm  pieces
-fen: our FEN (ranks from Black's side, `KABNRCP`/`kabnrcp`, `w` = Red, `b` = Black to move);
-side: the side to move (`red`/`black`); expect: `mate N` (the side to move mates in N moves = 2N-1
-plies), `mated N` (the side to move is mated in N moves = 2N plies) or `none`; fsf_bestmove: FSF's
-best move in OUR ICCS (files a..i, ranks 0..9 from Red's side; FSF's UCI ranks are 1..10); confirm:
-the searches that established the answer (see below); pieces: number of pieces incl. kings.
+fen: our FEN (ranks from Black's side, `KABNRCP`/`kabnrcp`, `w` = Red, `b` = Black to move, always
+`- - 0 1`); side: the side to move (`red`/`black`); expect: `mate N` (the side to move mates in N
+moves = 2N-1 plies), `mated N` (the side to move is mated in N moves = 2N plies) or `none`;
+fsf_bestmove: FSF's best move in OUR ICCS (files a..i, ranks 0..9 from Red's side; FSF's UCI ranks
+are 1..10); confirm: the searches that established the answer (below); pieces: pieces incl. kings.
 
 Categories and how they are made
 --------------------------------
@@ -17,71 +17,83 @@ Every position is a random legal placement (seeded `random.Random`): one king pe
 palace, advisors/elephants on their legal points, pawns on legal squares for their side (own half:
 ranks 3-4 on files a,c,e,g,i for Red; anywhere across the river), the side not to move not in check,
 the kings not facing each other on an open file, the side to move having a legal move, and
-`pyffish.validate_fen` accepting the FEN. Positions are built with Red as the attacker and then, for
-about half of them (chosen to balance the colours), rotated by 180 degrees with colours swapped so
-that Black is the attacker; all FSF searches run on the position as written to the file.
+`pyffish.validate_fen` accepting the FEN. Positions are built with Red as the attacker and then,
+to balance the colours, about half are rotated by 180 degrees with colours swapped so that Black is
+the attacker; every FSF search runs on the position as written to the file.
   mate      5-10 pieces; the attacker has two or three of chariot/horse/cannon and 0-2 pawns, the
             defender 0-2 advisors, 0-2 elephants and sometimes one chariot/horse/cannon/pawn; attacker
-            pieces are placed loosely biased towards the defender's palace. Kept when FSF finds a
-            mate of 2..9 moves (quota per length: --mate-per-length).
-  composed  9-16 pieces; the attacker has chariot, horse, cannon and 1-4 pawns (sometimes a second
-            chariot/horse/cannon) placed close to the defender's palace; the defender has (near-)full
-            advisors and elephants and sometimes a chariot, horse, cannon or pawns. Mates of 3..9
-            moves (quota per length: --composed-per-length).
-  capture   4-5 pieces before the capture (6 is impossible: the largest target has 4 pieces):
-            the side to move has a legal capture of a defender piece after which the material is
-            KRvK, KRvKA, KRvKB, KNvK or KPvK (the side to move having the R/N/P). The extra defender
-            piece is placed on a square the attacker attacks. Kept when FSF finds a mate of at most
-            --capture-max-moves (12) moves. `confirm` also says whether FSF's best move is that capture
-            and which table it leads to (cap=KRvKA or nocap).
-  nomate    5-14 pieces, both sides to move; half with mate-category material (attacker usually
-            better but no short mate), half with mixed/balanced material. Kept when `go mate 9` finds
-            nothing and a `go depth` search (depth >= 16 unless the node cap stops it first, the depth
-            reached is recorded) scores no mate for either side. expect = `none`.
-  mated     derived from confirmed `mate N` positions (N >= 2) of the mate/composed categories: FSF's
-            best move is played and the new side to move is `mated N-1`.
+            pieces loosely biased towards the defender's palace. Mates of 2..9 moves, quota per length
+            --mate-quota. Long mates are rare among random placements, so while lengths >= 6 are still
+            wanted, a share (--mutate) of the candidates are one-piece mutations (one piece moved to
+            another legal point, usually within two steps) of kept positions of >= 5 moves; a random
+            root position and its mutations give at most --per-root rows (some rows are therefore
+            close relatives; the log marks them).
+  composed  9-16 pieces, like the classic composed puzzles: the attacker has chariot, horse, cannon
+            and 1-4 pawns (sometimes a second chariot/horse/cannon) placed close to the defender's
+            palace; the defender (near-)full advisors and elephants, sometimes a chariot/horse/cannon
+            and 0-2 pawns near the attacker's palace. Mates of 3..9 moves, quota --composed-quota;
+            generated like `mate`.
+  capture   4-5 pieces (6 cannot happen: the largest target has 4): the side to move can capture a
+            defender piece after which the material is KRvK, KRvKA, KRvKB, KNvK or KPvK (the side to
+            move having the R/N/P); the extra defender piece is put on a square the attacker's piece
+            attacks. Kept when FSF finds a mate of 2..--capture-max-moves (12) moves, at most
+            --capture-per-length per length, the five targets in turn. `confirm` ends with
+            `cap=SIG` (FSF's best move is that capture, SIG the material after it by colour, Red first)
+            or `nocap(table=SIG)`.
+  mated     the position after FSF's best move in kept `mate N` rows (mate and composed, N >= 2),
+            spread over the lengths: `mated N-1` for the new side to move.
+  nomate    5-14 pieces, both sides to move; half with `mate` material, half with mixed material.
 
-How answers are checked (the meaning of "confirmed")
-----------------------------------------------------
-FSF is driven by UCI (`UCI_Variant xiangqi`, Threads 1, Hash 64, `ucinewgame` before every search so
-that node-limited searches are deterministic). For `mate N`:
-  1. screening: `go mate M nodes S` (M = 9, or 12 for capture) reports `score mate K`, K <= M;
-  2. shortest: `go mate K-1 nodes B` repeatedly; when it reports a shorter mate K' the length becomes K'
-     and the step repeats; it stops when a `go mate N-1` search ends (node cap or FSF's maximum depth)
-     without a mate of <= N-1 moves;
-  3. deep: `go depth D nodes C` with D = max(16, 2N+4) must end with `score mate N` (a shorter
-     mate there restarts step 2 once more; anything else drops the position); its best move is the
-     recorded fsf_bestmove and its PV is replayed with pyffish (every move must be legal there) to
-     tell whether the mate is a checkmate or a stalemate (a loss for the stalemated side in Xiangqi).
-  For `mated K` (the position after FSF's best move in a confirmed `mate K+1`): every legal reply of the
-  side to move must allow `go mate K` to find a mate of <= K moves (an upper bound, each a
-  constructive FSF mate); some reply must have no mate in K-1 (`go mate K-1` finds nothing, K >= 2);
-  and `go depth D` must end with `score mate -K`.
-  For `none`: `go mate 9 nodes B` finds no mate for the side to move and `go depth 16 nodes C`
-  ends with a non-mate score.
-The confirm column records these: e.g. `mate4 short=mate3:none/1500000n deep=d20/mate4/81234n end=checkmate`
-(nodes given are caps for the "none" searches and the counts used for the deep search).
-Caveat: FSF's alpha-beta search proves that a found mate exists (modulo hash collisions), but "no
-shorter mate" / "no mate" are only as good as the node caps: they are FSF's verdicts, not proofs.
-Every search also has a hard wall-clock cap (--call-seconds): on expiry the script sends `stop`, then
-kills and restarts the engine if it still does not answer; such positions are dropped (and the run
-is then no longer guaranteed to be reproducible; the count of such events is printed).
+How answers are checked (what "confirmed" means)
+------------------------------------------------
+FSF 11.1 is driven over UCI (Threads 1, Hash 64, `ucinewgame` before every search, so node-capped
+searches are deterministic). FSF's `xiangqi` scores a repetition in which one side checks all the
+time as a loss for that side, inside its search too, so many of its "mates" there are wins by that
+rule (a random sample: 44 of ~300 KRRvKRRA positions differ). Each answer is therefore checked under
+two variants: PURE = `xiangqi-norep`, defined in a temporary variants.ini loaded with VariantPath as
+`[xiangqi-norep:xiangqi] perpetualCheckIllegal = false, nFoldValue = draw` (every repetition a draw:
+FSF's mates are real checkmates/stalemates, as under the `cycles-are-draws` rule set), and STD =
+`UCI_Variant xiangqi` (FSF's rules; FSF 11.1 has no chasing rule). Both must give the same answer.
+`mate N`:
+  1. screen (PURE): `go mate M nodes S` (M = 9, or 12 for capture) reports `score mate K`, K <= M;
+  2. shortest (PURE): `go mate K-1 nodes B`, repeated while it finds a shorter mate; N is the length
+     at which `go mate N-1` ends (node cap or FSF's maximum depth) without a mate of <= N-1;
+  3. deep (PURE): `go depth D nodes C`, D = max(16, 2N+4, depth where the mate was found + 2), must
+     end with `score mate N` (a shorter mate there restarts step 2); its best move is fsf_bestmove,
+     and its PV is replayed with pyffish (all moves legal) to see how it ends: checkmate or
+     stalemate (a loss for the stalemated side in Xiangqi);
+  4. STD: `go mate N` finds a mate of exactly N and `go mate N-1` finds none;
+  5. successor (PURE), N >= 2: after fsf_bestmove every defender reply allows `go mate N-1` to find a
+     mate of <= N-1 moves, and some reply allows none of <= N-2 (this catches shorter mates that the
+     node-capped searches of steps 2 and 4 missed).
+`mated K`: step 5 for the position itself, and `go depth max(16, 4K+8) nodes C` ending with
+`score mate -K` under PURE and STD.
+`none`: under PURE and STD, `go mate 9 nodes B` finds no mate and `go depth 16 nodes C` ends with a
+non-mate score (depth reached >= 12).
+The confirm column records this, e.g. `mate4 pure:short=mate3:none/1500000n,deep=d20/mate4/8123n
+std:mate4:found/912n,mate3:none/1500000n succ=mated3:ok end=checkmate` (for "none" results the node
+cap is given, for the others the nodes used and the depth reached).
+Caveat: a mate FSF finds is constructive (sound up to hash collisions), but "no shorter mate" and
+"no mate" are FSF's verdicts within the node caps, not proofs. Under the Asian rules' chasing rule a
+win could in principle come sooner than the pure mate (FSF 11.1 cannot check that).
+Every search also has a wall-clock cap (--call-seconds): on expiry the script sends `stop`, kills and
+restarts the engine if needed, and drops the position (the run is then not exactly reproducible; the
+number of such events is printed). --max-minutes is a soft budget that cuts categories short.
 
 Versions
 --------
-Fairy-Stockfish 11.1 LB 64 (Debian package, /usr/games/fairy-stockfish) for all searches; pyffish
-0.0.90 (Python 3.11) for FEN validation, legal moves and PV replay. Only the Python stdlib otherwise.
+Fairy-Stockfish 11.1 LB 64 (Debian package 11.1-1+b1, /usr/games/fairy-stockfish) for all searches;
+pyffish 0.0.90 (Python 3.11) for FEN validation, legal moves and PV replay; otherwise Python stdlib.
 
 Usage
 -----
   python3 scripts/mate-positions.py --seed 1 --out tests/data/mates.tsv --date 2026-12-06
-Options (defaults in brackets): --seed [1], --out [tests/data/mates.tsv], --engine
-[/usr/games/fairy-stockfish], --mate-per-length [9] (lengths 2..9), --composed-per-length [3]
-(lengths 3..9), --capture [20] (at most --capture-per-length [4] per length), --nomate [20],
---mated [20], --screen-nodes [200000], --short-nodes [1500000], --deep-nodes [3000000],
---max-candidates [per category, 20000], --call-seconds [60], --max-minutes [48] (soft wall budget:
-when exceeded the remaining categories are cut short and the run says so), --date [today].
-Runs a single engine process (Threads 1); progress goes to stderr.
+Options [defaults]: --seed [1], --out [tests/data/mates.tsv], --engine [/usr/games/fairy-stockfish],
+--mate-quota [2=11,3=11,4=10,5=8,6=8,7=8,8=8,9=8], --composed-quota [3=3,...,9=3], --capture [20],
+--capture-per-length [4], --capture-max-moves [12], --nomate [20], --mated [20], --screen-nodes
+[200000], --short-nodes [1500000], --deep-nodes [3000000], --mutate [0.6], --per-root [3],
+--max-candidates [20000 per category], --call-seconds [60], --max-minutes [48], --date [today].
+One engine process (Threads 1); progress on stderr; the counts per category and length on stdout.
 """
 import argparse
 import datetime
@@ -267,6 +279,11 @@ def to_fsf(m):
     return f"{m[0]}{int(m[1]) + 1}{m[2]}{int(m[3]) + 1}"
 
 
+def after_move(fen, m):
+    """The FEN after FSF move m, normalised to '... - - 0 1'."""
+    return " ".join(sf.get_fen(VARIANT, fen, [m]).split()[:2]) + " - - 0 1"
+
+
 def sq_of(m, end):
     """Destination (end=1) or origin (end=0) of an FSF UCI move, as (file, rank 0..9)."""
     mm = re.fullmatch(r"([a-i])(\d+)([a-i])(\d+)", m)
@@ -394,6 +411,7 @@ class Checker:
     def __init__(self, eng, a):
         self.e, self.a = eng, a
         self.why = ""
+        self.replies_cache = {}
 
     def search(self, fen, go, variant):
         r = self.e.search(fen, go, variant)
@@ -421,12 +439,16 @@ class Checker:
         k = mate_of(r)
         return (k, r["depth"]) if k is not None and 0 < k <= most else None
 
-    def shortest_mate(self, fen, first, dfound):
+    def shortest_mate(self, fen, first, dfound, wanted=lambda n: True):
         """From a mate of `first` moves found at depth dfound, establish the shortest length N under PURE,
-        then check STD agrees. Returns (N, bestmove, confirm) or None."""
+        then check STD agrees. Returns (N, bestmove, confirm) or None. Gives up early when no length
+        `wanted` is left."""
         a, n = self.a, first
         for _ in range(3):
             while n > 1:
+                if not any(wanted(m) for m in range(1, n + 1)):
+                    self.why = f"mate <= {n}: lengths not wanted"
+                    return None
                 r = self.search(fen, f"go mate {n - 1} nodes {a.short_nodes}", PURE)
                 if r is None:
                     return None
@@ -434,6 +456,9 @@ class Checker:
                 if k is None or not 0 < k <= n - 1:
                     break
                 n, dfound = k, r["depth"]
+            if not wanted(n):
+                self.why = f"mate {n}: length not wanted"
+                return None
             depth = max(16, 2 * n + 4, dfound + 2)
             deep = self.search(fen, f"go depth {depth} nodes {a.deep_nodes}", PURE)
             if deep is None:
@@ -458,7 +483,15 @@ class Checker:
             return None
         short = f"short=mate{n - 1}:none/{a.short_nodes}n," if n > 1 else ""
         conf = f"mate{n} pure:{short}deep=d{deep['depth']}/mate{n}/{deep['nodes']}n"
-        # the same verdict under FSF's own Xiangqi rules (perpetual check loses)
+        # the same verdict under FSF's own Xiangqi rules (perpetual check loses): `go mate n` must find a
+        # mate of exactly n moves and `go mate n-1` none
+        r = self.search(fen, f"go mate {n} nodes {a.short_nodes}", STD)
+        if r is None:
+            return None
+        if mate_of(r) != n:
+            self.why = f"FSF xiangqi rules: go mate {n} says {r['score']}"
+            return None
+        std = f"std:mate{n}:found/{r['nodes']}n"
         if n > 1:
             r = self.search(fen, f"go mate {n - 1} nodes {a.short_nodes}", STD)
             if r is None:
@@ -467,21 +500,24 @@ class Checker:
             if k is not None and 0 < k <= n - 1:
                 self.why = f"FSF xiangqi rules give mate {k} < {n}"
                 return None
-        std = self.search(fen, f"go depth {depth} nodes {a.deep_nodes}", STD)
-        if std is None:
-            return None
-        if mate_of(std) != n:
-            self.why = f"FSF xiangqi rules: d{std['depth']} says {std['score']}, not mate {n}"
-            return None
-        conf += f" std:{short}deep=d{std['depth']}/mate{n}/{std['nodes']}n end={end}"
-        return n, deep["bestmove"], conf
+            std += f",mate{n - 1}:none/{a.short_nodes}n"
+        # FSF's best move must lead to a position where the defender is mated in exactly n-1 (by its
+        # replies): catches a shorter mate that the node-capped `go mate n-1` searches missed
+        succ = ""
+        if n > 1:
+            after = after_move(fen, deep["bestmove"])
+            if self.replies_check(after, n - 1) is None:
+                self.why = f"after {to_ours(deep['bestmove'])}: {self.why}"
+                return None
+            succ = f" succ=mated{n - 1}:ok"
+        return n, deep["bestmove"], f"{conf} {std}{succ} end={end}"
 
-    def confirm_mate(self, fen, most):
+    def confirm_mate(self, fen, most, wanted=lambda n: True):
         s = self.screen(fen, most)
         if s is None:
             self.why = self.why or "no mate in this orientation"
             return None
-        return self.shortest_mate(fen, *s)
+        return self.shortest_mate(fen, *s, wanted)
 
     def confirm_none(self, fen):
         """No mate of <= 9 moves for the side to move and no mate score either way at depth 16, under both."""
@@ -503,38 +539,57 @@ class Checker:
             parts.append(f"{tag}:mate9:none/{a.short_nodes}n,deep=d{d['depth']}/cp{d['score'][1]}/{d['nodes']}n")
         return best, "none " + " ".join(parts)
 
-    def confirm_mated(self, fen, k):
-        """Side to move mated in k moves (2k plies): under PURE every reply allows a mate of <= k moves and
-        some reply allows none of <= k-1; the deep searches under PURE and STD say mate -k."""
+    def replies_check(self, fen, k):
+        """Side to move (the defender) mated in k moves, by its replies, under PURE: every reply allows
+        `go mate k` to find a mate of <= k moves (constructive), and some reply allows no mate of <= k-1
+        (`go mate k-1` finds none). Returns (number of replies, longest reply) or None; cached."""
+        key = (fen, k)
+        if key in self.replies_cache:
+            self.why = self.replies_cache[key][1]
+            return self.replies_cache[key][0]
         a = self.a
+        res, self.why = None, ""
         replies = sf.legal_moves(VARIANT, fen, [])
-        if not replies:
-            self.why = "no legal move"
-            return None
         exact = []
         for m in replies:
             r = self.search(sf.get_fen(VARIANT, fen, [m]), f"go mate {k} nodes {a.short_nodes}", PURE)
             j = mate_of(r)
             if j is None or not 0 < j <= k:
                 self.why = self.why or f"reply {to_ours(m)}: no mate <= {k} found"
-                return None
+                break
             if j == k:
                 exact.append(m)
-        longest = replies[0] if k == 1 else None
-        for m in exact if k > 1 else []:
-            r = self.search(sf.get_fen(VARIANT, fen, [m]), f"go mate {k - 1} nodes {a.short_nodes}", PURE)
-            if r is None:
-                return None
-            j = mate_of(r)
-            if j is None or not 0 < j <= k - 1:
-                longest = m
-                break
-        if longest is None:
-            self.why = f"every reply allows a mate of <= {k - 1}"
+        else:
+            if not replies:
+                self.why = "no legal move"
+            elif k == 1:
+                res = (len(replies), replies[0])
+            else:
+                for m in exact:
+                    r = self.search(sf.get_fen(VARIANT, fen, [m]), f"go mate {k - 1} nodes {a.short_nodes}", PURE)
+                    if r is None:
+                        break
+                    j = mate_of(r)
+                    if j is None or not 0 < j <= k - 1:
+                        res = (len(replies), m)
+                        break
+                else:
+                    self.why = f"every reply allows a mate of <= {k - 1}"
+        if "timeout" not in self.why:
+            self.replies_cache[key] = (res, self.why)
+        return res
+
+    def confirm_mated(self, fen, k):
+        """Side to move mated in k moves (2k plies): replies_check, and the deep searches under PURE and
+        STD say mate -k."""
+        a = self.a
+        rc = self.replies_check(fen, k)
+        if rc is None:
             return None
-        depth = max(16, 2 * k + 4)
+        nrep, longest = rc
+        depth = max(16, 4 * k + 8)
         low = f",{to_ours(longest)}:mate{k - 1}:none/{a.short_nodes}n" if k > 1 else ""
-        conf = f"mated{k} pure:replies={len(replies)}:all-mate<={k}{low}"
+        conf = f"mated{k} pure:replies={nrep}:all-mate<={k}{low}"
         best = None
         for v, tag in ((PURE, "pure"), (STD, "std")):
             d = self.search(fen, f"go depth {depth} nodes {a.deep_nodes}", v)
@@ -572,6 +627,28 @@ def place(rng, red_pieces, black_pieces, side, bias=None, tries=200):
         fen = to_fen(g, side)
         if legal_fen(fen):
             return fen
+    return None
+
+
+def mutate(rng, fen, tries=30):
+    """A neighbour of a position: one piece (any, kings included) moved to another of its legal points,
+    usually within two steps of where it stood. Returns a legal FEN or None."""
+    g0, side = parse_fen(fen)
+    occ = [(f, r) for r in range(10) for f in range(9) if g0[r][f] != "."]
+    for _ in range(tries):
+        g = [row[:] for row in g0]
+        f, r = rng.choice(occ)
+        p = g[r][f]
+        pts = [(x, y) for x, y in points(p) if g[y][x] == "."]
+        if rng.random() < 0.7:
+            pts = [(x, y) for x, y in pts if max(abs(x - f), abs(y - r)) <= 2]
+        if not pts:
+            continue
+        x, y = rng.choice(pts)
+        g[r][f], g[y][x] = ".", p
+        new = to_fen(g, side)
+        if legal_fen(new):
+            return new
     return None
 
 
@@ -646,6 +723,11 @@ def nomate_material(rng):
     return red, blk
 
 
+def quota(spec):
+    """'2=11,3=11' -> {2: 11, 3: 11}"""
+    return {int(k): int(v) for k, v in (x.split("=") for x in spec.split(",") if x)}
+
+
 CAPTURE_TARGETS = [("R", ""), ("R", "a"), ("R", "b"), ("N", ""), ("P", "")]
 
 
@@ -686,40 +768,66 @@ class Gen:
     def new(self, fen):
         return fen and (fen.split()[0] + fen.split()[1]) not in self.seen
 
-    def gen_mates(self, cat, lengths, per_length, material_fn, bias_fn, lo, hi):
-        need = {n: per_length for n in lengths}
+    def gen_mates(self, cat, need, material_fn, bias_fn, lo, hi):
+        """Random placements, plus (while lengths >= 6 are still wanted, with probability --mutate)
+        one-piece mutations of kept positions of >= 5 moves: long mates are rare among random placements
+        but common next to a long mate. A random root and its mutations yield at most --per-root rows."""
+        lengths = sorted(need)
         got = Counter()
         cands = 0
+        pool, tried, per_root = [], set(), Counter()  # pool: (red-orientation FEN, mate length, root)
+
+        def wanted(n):
+            return n in need and got[n] < need[n]
+
         while any(got[n] < need[n] for n in lengths) and cands < self.a.max_candidates:
             if self.over_budget():
                 self.log(f"{cat}: wall budget exceeded, stopping with {dict(got)}")
                 break
             cands += 1
-            att, dfd = material_fn(self.rng)
-            if not lo <= 2 + len(att) + len(dfd) <= hi:
+            long_open = [n for n in lengths if n >= 6 and got[n] < need[n]]
+            near = [(f, root) for f, k, root in pool
+                    if long_open and k >= max(long_open) - 1 and per_root[root] < self.a.per_root]
+            if near and self.rng.random() < self.a.mutate:
+                parent, root = self.rng.choice(near)
+                red = mutate(self.rng, parent)
+                if red is None or not lo <= len(material(red)) <= hi:
+                    continue
+            else:
+                att, dfd = material_fn(self.rng)
+                if not lo <= 2 + len(att) + len(dfd) <= hi:
+                    continue
+                red = place(self.rng, att, dfd, "w", bias_fn(self.rng))
+                if red is None:
+                    continue
+                root = red
+            if red in tried:
                 continue
-            red = place(self.rng, att, dfd, "w", bias_fn(self.rng))
-            if red is None:
-                continue
+            tried.add(red)
             sc = self.chk.screen(red, max(lengths))
-            if sc is None or not any(got[n] < need[n] for n in lengths if n <= sc[0]):
+            if sc is None or not any(wanted(n) for n in lengths if n <= sc[0]):
                 continue
             k = sc[0]
             fen = self.orient(cat, red)
             if not self.new(fen):
                 continue
-            res = self.chk.shortest_mate(fen, *sc) if fen == red else self.chk.confirm_mate(fen, max(lengths))
+            res = (self.chk.shortest_mate(fen, *sc, wanted) if fen == red
+                   else self.chk.confirm_mate(fen, max(lengths), wanted))
             if res is None:
-                self.log(f"{cat}: candidate {cands} (screen mate {k}) not confirmed: {self.chk.why}")
+                if "not wanted" not in self.chk.why:
+                    self.log(f"{cat}: candidate {cands} (screen mate {k}) not confirmed: {self.chk.why}")
                 continue
             n, move, conf = res
-            if n not in need or got[n] >= need[n]:
+            if not wanted(n) or per_root[root] >= self.a.per_root:
                 continue
             got[n] += 1
+            per_root[root] += 1
+            if n >= 5:
+                pool.append((red, n, root))
             self.add(fen, cat, f"mate {n}", move, conf)
             self.log(f"{cat}: #{sum(got.values())} mate {n} ({sig(material(fen))}, "
-                     f"{'red' if fen.split()[1] == 'w' else 'black'}) after {cands} candidates; "
-                     f"per length {dict(sorted(got.items()))}")
+                     f"{'red' if fen.split()[1] == 'w' else 'black'}{', mutation' if root != red else ''}) "
+                     f"after {cands} candidates; per length {dict(sorted(got.items()))}")
         self.log(f"{cat}: done, {sum(got.values())} positions from {cands} candidates")
         return got
 
@@ -761,10 +869,13 @@ class Gen:
             fen = self.orient("capture", red)
             if not self.new(fen):
                 continue
-            res = (self.chk.shortest_mate(fen, *sc) if fen == red
-                   else self.chk.confirm_mate(fen, self.a.capture_max_moves))
+            def wanted(n):
+                return 2 <= n and got[n] < self.a.capture_per_length
+            res = (self.chk.shortest_mate(fen, *sc, wanted) if fen == red
+                   else self.chk.confirm_mate(fen, self.a.capture_max_moves, wanted))
             if res is None:
-                self.log(f"capture: candidate {cands} (screen mate {sc[0]}) not confirmed: {self.chk.why}")
+                if "not wanted" not in self.chk.why:
+                    self.log(f"capture: candidate {cands} (screen mate {sc[0]}) not confirmed: {self.chk.why}")
                 continue
             n, move, conf = res
             if n < 2 or got[n] >= self.a.capture_per_length:
@@ -827,7 +938,7 @@ class Gen:
             if total >= self.a.mated or self.over_budget():
                 break
             fen, k = row[0], int(row[3].split()[1]) - 1
-            nf = " ".join(sf.get_fen(VARIANT, fen, [to_fsf(row[4])]).split()[:2]) + " - - 0 1"
+            nf = after_move(fen, to_fsf(row[4]))
             if not legal_fen(nf) or not self.new(nf):
                 continue
             res = self.chk.confirm_mated(nf, k)
@@ -842,8 +953,8 @@ class Gen:
 
     def run(self):
         a = self.a
-        self.gen_mates("mate", range(2, 10), a.mate_per_length, mate_material, mate_bias, 5, 10)
-        self.gen_mates("composed", range(3, 10), a.composed_per_length, composed_material, composed_bias, 9, 16)
+        self.gen_mates("mate", quota(a.mate_quota), mate_material, mate_bias, 5, 10)
+        self.gen_mates("composed", quota(a.composed_quota), composed_material, composed_bias, 9, 16)
         self.gen_capture()
         self.gen_nomate()
         self.gen_mated()
@@ -855,8 +966,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="tests/data/mates.tsv")
     ap.add_argument("--engine", default="/usr/games/fairy-stockfish")
-    ap.add_argument("--mate-per-length", type=int, default=9)
-    ap.add_argument("--composed-per-length", type=int, default=3)
+    ap.add_argument("--mate-quota", default="2=11,3=11,4=10,5=8,6=8,7=8,8=8,9=8")
+    ap.add_argument("--composed-quota", default="3=3,4=3,5=3,6=3,7=3,8=3,9=3")
     ap.add_argument("--capture", type=int, default=20)
     ap.add_argument("--capture-per-length", type=int, default=4)
     ap.add_argument("--capture-max-moves", type=int, default=12)
@@ -866,6 +977,8 @@ def main():
     ap.add_argument("--short-nodes", type=int, default=1500000)
     ap.add_argument("--deep-nodes", type=int, default=3000000)
     ap.add_argument("--max-candidates", type=int, default=20000)
+    ap.add_argument("--mutate", type=float, default=0.6)
+    ap.add_argument("--per-root", type=int, default=3)
     ap.add_argument("--call-seconds", type=float, default=60)
     ap.add_argument("--max-minutes", type=float, default=48)
     ap.add_argument("--date", default=datetime.date.today().isoformat())
@@ -885,8 +998,9 @@ def main():
     with open(a.out, "w") as fh:
         fh.write("# Xiangqi mate / no-mate test positions for the proof-number mate search.\n")
         fh.write(f"# generated by: {cmd}\n")
-        fh.write(f"# checked with {ENGINE_VERSION} (Debian package, {a.engine}; UCI_Variant xiangqi, "
-                 "Threads 1, Hash 64) and pyffish " + ".".join(map(str, sf.version())) + f"; date {a.date}\n")
+        fh.write(f"# checked with {ENGINE_VERSION} (Debian package 11.1-1+b1, {a.engine}; Threads 1, Hash 64; "
+                 f"UCI_Variant xiangqi and {PURE} = xiangqi with every repetition a draw, both must agree) "
+                 "and pyffish " + ".".join(map(str, sf.version())) + f"; date {a.date}\n")
         fh.write("# expect: 'mate N' = side to move mates in N moves (2N-1 plies); 'mated N' = side to move is "
                  "mated in N moves (2N plies); 'none' = no mate within 9 moves for the side to move and no mate "
                  "score for either side at depth 16\n")

@@ -76,8 +76,8 @@ pub struct SearchResult {
     pub end: Option<LineEnd>,
     /// Where the answer comes from.
     pub source: Source,
-    /// Every win shorter than this many plies, for either side, was searched for and disproven
-    /// (for a win or a loss: the found one's length).
+    /// Every win of this many plies or fewer, for either side that has a piece that can give
+    /// check, was searched for and disproven (for a win or a loss: the depth it was found at).
     pub searched_plies: u16,
     /// Positions expanded.
     pub nodes: u64,

@@ -1,12 +1,13 @@
 //! The search driver: a position's own table when it has one, otherwise iterative deepening of
-//! the prover, one ply at a time, alternately for the side to move's win (odd plies) and its
-//! loss (even plies), so that the first proof is the shortest; then the proof's check and the
-//! main line.
+//! the prover two plies at a time in two sequences, one for the side to move's win (odd plies)
+//! and one for its loss (even plies), so that the first proof is the shortest; then the proof's
+//! check and the main line.
 //!
-//! Threads share the deepening: each takes the next depth not yet taken, all share one
-//! transposition table, and the answer is the shallowest proof once every shallower depth is
-//! disproven. With two threads, one looks for the side to move's win while the other looks for
-//! its loss one ply deeper, and each reuses what the other has settled.
+//! The two sequences are independent: a won position cannot also be lost, so the first proof
+//! in either is the answer, and it is the shortest once the shallower depths of its own
+//! sequence are disproven. Threads share the deepening: each takes the next depth of the
+//! sequence that has had the least (weighted) work, and all share one transposition table, so
+//! a deeper search running beside a shallower one finds what that one has settled.
 
 use crate::answer::{LineMove, Outcome, SearchResult, Source};
 use crate::error::SearchError;
@@ -16,7 +17,7 @@ use crate::prover::{Prover, Shared};
 use crate::transposition::Table;
 use probe::{LineEnd, Tablebase};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use storage_format::store::TableStore;
 use xiangqi::notation::{to_chinese, to_wxf};
 use xiangqi::{Board, Color, Move};
@@ -32,7 +33,7 @@ pub const MIN_HASH_BYTES: u64 = 1 << 16;
 #[derive(Clone, Copy, Debug)]
 enum Depth {
     Proven,
-    Disproven { exact: bool },
+    Disproven,
     Stopped(StopReason),
 }
 
@@ -64,7 +65,7 @@ pub fn search<S: TableStore>(
         limits,
         control,
         abort: &abort,
-        rule_wins: false,
+        rule_wins: rules == RuleSet::Asian,
     };
     let mut result = SearchResult {
         fen: board.fen(),
@@ -94,16 +95,6 @@ pub fn search<S: TableStore>(
         from_tables(tables, rules, board, value, &mut result)?;
     } else {
         deepen(&shared, board, &mut result)?;
-        if rules == RuleSet::Asian && result.stopped == Some(StopReason::MaxPlies) {
-            // No mate within the plies: look again for wins by the repetition rules too.
-            let abort = AtomicBool::new(false);
-            let shared = Shared {
-                abort: &abort,
-                rule_wins: true,
-                ..shared
-            };
-            deepen(&shared, board, &mut result)?;
-        }
     }
     let progress = control.progress();
     result.nodes = progress.nodes;
@@ -191,11 +182,6 @@ fn attacker(us: Color, plies: u16) -> Color {
 
 /// Deepens the prover until a depth is proven, both sides' wins are disproven at every depth,
 /// or the limits stop it; then checks the proof and reads the main line.
-///
-/// Mates are searched for first, a repetition counting as no win, so that distances mean what
-/// the tables' mate distances mean (a defender that may escape into a cycle is not mated);
-/// [`Shared::rule_wins`] is the second pass of the Asian rules, in which a cycle the defender
-/// loses is a win.
 fn deepen<S: TableStore>(
     shared: &Shared<'_, S>,
     board: &Board,
@@ -205,44 +191,69 @@ fn deepen<S: TableStore>(
     let us = board.side_to_move();
     let depths: Mutex<Vec<Option<Depth>>> = Mutex::new(vec![None; max as usize + 1]);
     let error: Mutex<Option<SearchError>> = Mutex::new(None);
-    // Whether the side to move's win (0) or loss (1) is disproven at every depth.
+    // The next depth of each sequence: the side to move's wins (odd depths) and its losses
+    // (even depths).
+    let next = [AtomicU16::new(1), AtomicU16::new(2)];
+    // A sequence no longer worth searching: its side cannot give check, or a disproof held at
+    // every depth.
+    let done = [
+        AtomicBool::new(!gives_check(board, us)),
+        AtomicBool::new(!gives_check(board, us.opponent())),
+    ];
+    // Positions expanded by each sequence so far.
+    let spent = [AtomicU64::new(0), AtomicU64::new(0)];
+    // A sequence disproven at every depth: when both are, the position is a draw.
     let exact = [AtomicBool::new(false), AtomicBool::new(false)];
-    let next = AtomicU16::new(1);
     std::thread::scope(|s| {
         for _ in 0..shared.limits.threads {
-            s.spawn(|| {
+            let (next, done, exact, depths, error) = (&next, &done, &exact, &depths, &error);
+            let spent = &spent;
+            s.spawn(move || {
                 let mut provers: [Option<Prover<'_, S>>; 2] = [None, None];
-                while !shared.abort.load(Relaxed) {
-                    let p = next.fetch_add(1, Relaxed);
-                    if p > max {
+                loop {
+                    if shared.abort.load(Relaxed) {
                         break;
                     }
-                    let test = (p % 2 == 0) as usize;
-                    let depth = if exact[test].load(Relaxed) {
-                        Depth::Disproven { exact: true }
-                    } else {
-                        shared.control.searching(p);
-                        let prover = provers[test]
-                            .get_or_insert_with(|| Prover::new(shared, attacker(us, p), board));
-                        match prover.prove(p) {
-                            Err(e) => {
-                                error.lock().expect("error lock").get_or_insert(e);
-                                shared.abort.store(true, Relaxed);
-                                break;
-                            }
-                            Ok(s) if s.is_proven() => Depth::Proven,
-                            Ok(s) if s.is_disproven() => Depth::Disproven { exact: s.exact },
-                            Ok(_) => {
-                                Depth::Stopped(prover.stopped.unwrap_or(StopReason::Cancelled))
-                            }
-                        }
+                    // The sequence with the least weighted work so far goes next: the side to
+                    // move's wins are what people ask for, so its losses get a third of the
+                    // effort; a sequence that is done leaves all of it to the other.
+                    let open = |t: usize| !done[t].load(Relaxed) && next[t].load(Relaxed) <= max;
+                    let cost = |t: usize| spent[t].load(Relaxed).saturating_mul(LOSS_WEIGHT[t]);
+                    let seq = match (open(0), open(1)) {
+                        (true, true) if cost(1) < cost(0) => 1,
+                        (true, _) => 0,
+                        (false, true) => 1,
+                        (false, false) => break,
                     };
-                    if let Depth::Disproven { exact: true } = depth {
-                        exact[test].store(true, Relaxed);
+                    let p = next[seq].fetch_add(2, Relaxed);
+                    if p > max {
+                        continue;
                     }
+                    shared.control.searching(p);
+                    let prover = provers[seq]
+                        .get_or_insert_with(|| Prover::new(shared, attacker(us, p), board));
+                    let before = prover.expanded;
+                    let proved = prover.prove(p);
+                    spent[seq].fetch_add(prover.expanded - before + 1, Relaxed);
+                    let depth = match proved {
+                        Err(e) => {
+                            error.lock().expect("error lock").get_or_insert(e);
+                            shared.abort.store(true, Relaxed);
+                            break;
+                        }
+                        Ok(s) if s.is_proven() => Depth::Proven,
+                        Ok(s) if s.is_disproven() => {
+                            if s.exact {
+                                done[seq].store(true, Relaxed);
+                                exact[seq].store(true, Relaxed);
+                            }
+                            Depth::Disproven
+                        }
+                        Ok(_) => Depth::Stopped(prover.stopped.unwrap_or(StopReason::Cancelled)),
+                    };
                     let mut d = depths.lock().expect("depth lock");
                     d[p as usize] = Some(depth);
-                    if settled(&d).is_some() {
+                    if settled(&d, done, exact, max).is_some() {
                         shared.abort.store(true, Relaxed);
                     }
                 }
@@ -253,19 +264,18 @@ fn deepen<S: TableStore>(
         return Err(e);
     }
     let depths = depths.into_inner().expect("depth lock");
-    match settled(&depths) {
+    result.searched_plies = searched(&depths, &done);
+    match settled(&depths, &done, &exact, max) {
         Some(Settled::Proven(p)) => {
             result.searched_plies = p;
             prove_and_read(shared, board, attacker(us, p), p, result)
         }
-        Some(Settled::Draw(p)) => {
-            result.searched_plies = p;
+        Some(Settled::Draw) => {
             result.outcome = Outcome::Draw;
             result.end = Some(LineEnd::Draw);
             Ok(())
         }
-        Some(Settled::Stopped(p, reason)) => {
-            result.searched_plies = p - 1;
+        Some(Settled::Stopped(reason)) => {
             // A thread stopped because another hit a limit reports "cancelled": name the limit.
             let nodes = shared.control.progress().nodes;
             result.stopped = Some(
@@ -277,38 +287,86 @@ fn deepen<S: TableStore>(
             Ok(())
         }
         None => {
-            result.searched_plies = max;
             result.stopped = Some(StopReason::MaxPlies);
             Ok(())
         }
     }
 }
 
-/// What the depths found so far settle.
-enum Settled {
-    /// The shallowest proof, at this depth.
-    Proven(u16),
-    /// Both sides' wins disproven at every depth, known at this one.
-    Draw(u16),
-    /// A limit stopped this depth before anything shallower was proven.
-    Stopped(u16, StopReason),
+/// Whether `side` has a piece that can give check. A side without one (only its king,
+/// advisors and elephants) can win only by stalemating the other, and disproving its mates
+/// costs the full width of the tree at every depth: the search leaves such wins out, so it may
+/// answer `unknown` where one exists, never a wrong value.
+fn gives_check(board: &Board, side: Color) -> bool {
+    board
+        .pieces()
+        .any(|(_, p)| p.color() == side && p.kind().is_attacker())
 }
 
-fn settled(depths: &[Option<Depth>]) -> Option<Settled> {
-    let mut exact = [false; 2];
-    for (p, d) in depths.iter().enumerate().skip(1) {
-        match (*d)? {
-            Depth::Proven => return Some(Settled::Proven(p as u16)),
-            Depth::Stopped(reason) => return Some(Settled::Stopped(p as u16, reason)),
-            Depth::Disproven { exact: e } => {
-                exact[p % 2] |= e;
-                if exact[0] && exact[1] {
-                    return Some(Settled::Draw(p as u16));
-                }
-            }
+/// How much each sequence's work counts when choosing the next (wins, losses).
+const LOSS_WEIGHT: [u64; 2] = [1, 3];
+
+/// What the depths found so far settle.
+enum Settled {
+    /// The shallowest proof of its sequence, at this depth: a position won by one side cannot
+    /// be won by the other, so the other sequence need not finish.
+    Proven(u16),
+    /// Both sides' wins disproven at every depth.
+    Draw,
+    /// A limit stopped the search before either sequence found a proof.
+    Stopped(StopReason),
+}
+
+/// How far the sequence of `seq` (0: wins, 1: losses of the side to move) got: its first depth
+/// without a disproof and what is there, `None` when every depth up to the limit is disproven.
+fn first_open(depths: &[Option<Depth>], seq: usize) -> Option<(u16, Option<Depth>)> {
+    (seq + 1..depths.len())
+        .step_by(2)
+        .map(|p| (p as u16, depths[p]))
+        .find(|(_, d)| !matches!(d, Some(Depth::Disproven)))
+}
+
+fn settled(
+    depths: &[Option<Depth>],
+    done: &[AtomicBool; 2],
+    exact: &[AtomicBool; 2],
+    max: u16,
+) -> Option<Settled> {
+    let mut stopped = None;
+    let mut finished = 0;
+    for (seq, done) in done.iter().enumerate() {
+        let first = first_open(depths, seq);
+        if done.load(Relaxed) && !matches!(first, Some((_, Some(Depth::Proven)))) {
+            finished += 1;
+            continue;
+        }
+        match first {
+            Some((p, Some(Depth::Proven))) => return Some(Settled::Proven(p)),
+            Some((_, Some(Depth::Stopped(reason)))) => stopped = Some(reason),
+            Some((p, None)) if p <= max => return None,
+            _ => finished += 1,
         }
     }
-    None
+    let exact_both = exact.iter().all(|d| d.load(Relaxed));
+    match stopped {
+        Some(reason) => Some(Settled::Stopped(reason)),
+        None if finished == 2 && exact_both => Some(Settled::Draw),
+        None => None,
+    }
+}
+
+/// The depth to which every win of a side that can give check is disproven.
+fn searched(depths: &[Option<Depth>], done: &[AtomicBool; 2]) -> u16 {
+    let mut p = 1;
+    while p < depths.len() {
+        let seq = (p + 1) % 2;
+        let disproven = matches!(depths[p], Some(Depth::Disproven));
+        if !disproven && !done[seq].load(Relaxed) {
+            break;
+        }
+        p += 1;
+    }
+    (p - 1) as u16
 }
 
 /// Most positions the check of a proof may expand when it has to prove again what the

@@ -4,7 +4,9 @@
 //! one line can be remembered for another (the "graph history interaction"): neither may leak
 //! into an answer. So a proven win is replayed: from the root, every reply of the defender is
 //! generated again and must lose, every attacker move chosen must be legal, mates are mates by
-//! the move generator, repetitions are judged again on the line they occur on, and a position
+//! the move generator, a repetition that wins by rule is judged again on the line it occurs
+//! on (any other repetition is no end: the plies left shrink, so the proof still ends), and a
+//! position
 //! in a stored table is probed with the prober's consistency check (its stored value against
 //! its moves' values), so a damaged table entry shows up here instead of in the answer. Where
 //! the transposition table has lost a position, it is proven again. The length of the proof is
@@ -67,25 +69,21 @@ impl<S: TableStore> Prover<'_, S> {
             line_bound: matches!(leaf, Leaf::Repetition(_)),
         };
         let attacker_to_move = self.board.side_to_move() == self.attacker;
-        if let Some(i) = self.repeats() {
-            return Ok(match adjudicate(self.line_start(i), self.line_moves(i)) {
-                Ok(a) => match a.verdict {
-                    Verdict::Loses { loser, offence }
-                        if loser != self.attacker && self.shared.rule_wins =>
-                    {
-                        let rule = match offence {
-                            Offence::PerpetualCheck => Rule::PerpetualCheck,
-                            _ => Rule::PerpetualChase,
-                        };
-                        Ok(leaf(Leaf::Repetition(rule), 0))
-                    }
-                    _ => Err(format!(
-                        "the cycle to {} is not lost by the defender",
-                        self.fen()
-                    )),
-                },
-                Err(e) => Err(format!("the cycle to {} cannot be judged: {e}", self.fen())),
-            });
+        // A repetition the defender loses by rule ends the line in a win. Any other repetition
+        // is no end: the proof must still reach its end within the plies left, which shrink at
+        // every move, so it cannot go round for ever. (The prover does not search such lines,
+        // but it can reach a position by another line where its proof came from.)
+        if self.shared.rule_wins
+            && let Some(i) = self.repeats()
+            && let Ok(a) = adjudicate(self.line_start(i), self.line_moves(i))
+            && let Verdict::Loses { loser, offence } = a.verdict
+            && loser != self.attacker
+        {
+            let rule = match offence {
+                Offence::PerpetualCheck => Rule::PerpetualCheck,
+                _ => Rule::PerpetualChase,
+            };
+            return Ok(Ok(leaf(Leaf::Repetition(rule), 0)));
         }
         if !self.board.has_legal_move() {
             return Ok(if attacker_to_move {
@@ -139,33 +137,54 @@ impl<S: TableStore> Prover<'_, S> {
         plies: u16,
         memo: &mut Memo,
     ) -> Result<Result<Checked, Failure>, SearchError> {
-        for attempt in 0..2 {
-            let mut winning = Vec::new();
-            for &m in self.board.legal_moves().iter() {
-                let c = self.child(m, plies - 1)?;
-                if c.status.is_proven() {
-                    winning.push((c.status.dist, m.iccs(), c));
+        // First the moves the transposition table knows to win; then, if none checks out (the
+        // table lost them), the node is searched again on this line and its winning moves read
+        // from that search; last, searched as if the game started here: the proof may have
+        // come from another line, where a win that passes a position of this line was not cut
+        // short as a repetition.
+        let mut why = None;
+        for attempt in 0..3 {
+            let children = match attempt {
+                0 => {
+                    let mut children = Vec::new();
+                    for &m in self.board.legal_moves().iter() {
+                        children.push(self.child(m, plies - 1)?);
+                    }
+                    children
                 }
-            }
+                1 => self.prove_children(plies)?.1,
+                _ => {
+                    let mut fresh = Prover::new(self.shared, self.attacker, &self.board);
+                    fresh.prove_children(plies)?.1
+                }
+            };
+            let mut winning: Vec<_> = children
+                .into_iter()
+                .filter(|c| c.status.is_proven())
+                .map(|c| (c.status.dist, c.mv.iccs(), c))
+                .collect();
             winning.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
             for (_, _, c) in winning {
                 self.push(c.mv, c.key);
                 let r = self.check(plies - 1, memo);
                 self.pop();
-                if let Ok(checked) = r? {
-                    return Ok(Ok(Checked {
-                        dist: checked.dist + 1,
-                        best: Some(c.mv),
-                        leaf: None,
-                        line_bound: checked.line_bound,
-                    }));
+                match r? {
+                    Ok(checked) => {
+                        return Ok(Ok(Checked {
+                            dist: checked.dist + 1,
+                            best: Some(c.mv),
+                            leaf: None,
+                            line_bound: checked.line_bound,
+                        }));
+                    }
+                    Err(e) => why = Some(format!("{}: {e}", c.mv.iccs())),
                 }
             }
-            if attempt == 0 && !self.prove(plies)?.is_proven() {
-                break;
-            }
         }
-        Ok(Err(format!("no winning move checks out in {}", self.fen())))
+        Ok(Err(match why {
+            Some(why) => format!("no winning move checks out in {} ({why})", self.fen()),
+            None => format!("no move wins in {} with {plies} plies left", self.fen()),
+        }))
     }
 
     /// At a defender's move: every reply must lose; the main line takes the longest.

@@ -59,7 +59,14 @@ pub(crate) struct Status {
     pub dist: u16,
     /// For a disproof: it holds at any depth.
     pub exact: bool,
+    /// The index on the current line of the earliest position whose repetition decided this
+    /// status ([`FREE`] when none did). A status decided by returning to a position above the
+    /// node holds on this line only: it is not stored, so that no other line reads it.
+    pub rep: u16,
 }
+
+/// [`Status::rep`] of a status no repetition above the node decided.
+pub(crate) const FREE: u16 = u16::MAX;
 
 impl Status {
     pub const fn proven(dist: u16) -> Status {
@@ -68,6 +75,7 @@ impl Status {
             dn: INF,
             dist,
             exact: true,
+            rep: FREE,
         }
     }
 
@@ -77,6 +85,7 @@ impl Status {
             dn: 0,
             dist: 0,
             exact,
+            rep: FREE,
         }
     }
 
@@ -86,6 +95,7 @@ impl Status {
             dn,
             dist: 0,
             exact: false,
+            rep: FREE,
         }
     }
 
@@ -116,7 +126,9 @@ pub(crate) struct Shared<'a, S: TableStore> {
     /// Set when the answer is known and the other threads' work no longer matters.
     pub abort: &'a AtomicBool,
     /// Whether a win by the repetition rules counts (a cycle the defender loses, a table's rule
-    /// value); otherwise only mates do.
+    /// value), as under the Asian rules, where it ends the game as mate does: the distance of
+    /// such a win is the plies to the repetition, as referees and engines count it. Otherwise
+    /// (cycles are draws) only mates do.
     pub rule_wins: bool,
 }
 
@@ -126,6 +138,10 @@ const SALT: [[u64; 2]; 2] = [
     [0x2545_F491_4F6C_DD1D, 0x9E6C_63D0_676A_9A99],
     [0x3C6E_F372_FE94_F82B, 0xA54F_F53A_5F1D_36F1],
 ];
+
+/// The first guess of the proof number of a position where the defender is not in check:
+/// more than most checks leave it, so that checks are tried first.
+const QUIET_PROOF_NUMBER: u32 = 10;
 
 /// Nodes expanded between two looks at the limits.
 const TICK: u64 = 1024;
@@ -143,6 +159,8 @@ pub(crate) struct Prover<'a, S: TableStore> {
     keys: Vec<u64>,
     boards: Vec<Board>,
     moves: Vec<Move>,
+    /// What each move of the line captured.
+    captured: Vec<Option<xiangqi::Piece>>,
     /// Whether each material (by canonical signature) has a stored table.
     stored: HashMap<Signature, bool>,
     /// Counters not yet added to the shared control.
@@ -165,6 +183,7 @@ impl<'a, S: TableStore> Prover<'a, S> {
             keys: vec![key],
             boards: vec![root.clone()],
             moves: Vec::new(),
+            captured: Vec::new(),
             stored: HashMap::new(),
             nodes: 0,
             table_hits: 0,
@@ -184,19 +203,21 @@ impl<'a, S: TableStore> Prover<'a, S> {
 
     /// Plays `m` on the current line.
     pub fn push(&mut self, m: Move, key: u64) {
-        self.board.make(m);
+        let captured = self.board.make(m);
         self.key = key;
         self.keys.push(key);
         self.boards.push(self.board.clone());
         self.moves.push(m);
+        self.captured.push(captured);
     }
 
     /// Takes back the last move of the current line.
     pub fn pop(&mut self) {
         self.keys.pop();
         self.boards.pop();
-        self.moves.pop();
-        self.board = self.boards.last().expect("the root stays").clone();
+        let m = self.moves.pop().expect("a move to take back");
+        let captured = self.captured.pop().expect("a move to take back");
+        self.board.unmake(m, captured);
         self.key = *self.keys.last().expect("the root stays");
     }
 
@@ -251,12 +272,16 @@ impl<'a, S: TableStore> Prover<'a, S> {
     /// What the transposition table knows of position `key` with `plies` left.
     fn lookup(&self, key: u64, plies: u16) -> Option<Status> {
         let e = self.shared.tt.get(self.tt_key(key))?;
-        if e.pn == 0 {
-            (e.dist <= plies).then_some(Status::proven(e.dist))
-        } else if e.dn == 0 {
-            (e.exact || e.plies >= plies).then_some(Status::disproven(e.exact))
+        if e.pn == 0 && e.dist <= plies {
+            Some(Status::proven(e.dist))
+        } else if e.dn == 0 && (e.exact || e.plies >= plies) {
+            Some(Status::disproven(e.exact))
+        } else if e.pn == 0 || e.dn == 0 || plies == 0 {
+            // Settled at another depth only, or no plies left to search: no guess from it.
+            None
         } else {
-            (e.plies == plies).then_some(Status::open(e.pn, e.dn))
+            // Numbers found at another depth are still the best first guess there is.
+            Some(Status::open(e.pn, e.dn))
         }
     }
 
@@ -336,20 +361,25 @@ impl<'a, S: TableStore> Prover<'a, S> {
         {
             return Status {
                 exact: false,
+                rep: i as u16,
                 ..Status::proven(0)
             };
         }
-        Status::disproven(false)
+        Status {
+            rep: i as u16,
+            ..Status::disproven(false)
+        }
     }
 
     /// Plays `m` from the current position and judges the position it leads to with `plies`
     /// left: a leaf is settled, otherwise the numbers come from the table or a first guess.
     pub fn child(&mut self, m: Move, plies: u16) -> Result<Child, SearchError> {
         let key = zobrist::after(self.key, &self.board, m);
-        let capture = !self.board.is_empty(m.to());
-        self.push(m, key);
-        let status = self.judge(capture, plies);
-        self.pop();
+        let captured = self.board.make(m);
+        self.moves.push(m);
+        let status = self.judge(key, captured.is_some(), plies);
+        self.moves.pop();
+        self.board.unmake(m, captured);
         Ok(Child {
             mv: m,
             key,
@@ -357,48 +387,73 @@ impl<'a, S: TableStore> Prover<'a, S> {
         })
     }
 
-    fn judge(&mut self, capture: bool, plies: u16) -> Result<Status, SearchError> {
-        if !capture && let Some(i) = self.repeats() {
+    /// Judges the current position, reached by the line's last move (which is not pushed: the
+    /// position is not in `keys`), whose key is `key`.
+    fn judge(&mut self, key: u64, capture: bool, plies: u16) -> Result<Status, SearchError> {
+        if !capture
+            && let Some(i) = (0..self.keys.len())
+                .rev()
+                .find(|&i| self.keys[i] == key && self.boards[i] == self.board)
+        {
             return Ok(self.repetition_status(i));
-        }
-        if let Some(s) = self.lookup(self.key, plies) {
-            return Ok(s);
-        }
-        let attacker_to_move = self.board.side_to_move() == self.attacker;
-        // A first guess of the proof number: the defender's replies, so that checks, which
-        // leave few, are tried first.
-        let replies = if attacker_to_move {
-            self.board.has_legal_move() as usize
-        } else {
-            self.board.count_legal_moves()
-        };
-        if replies == 0 {
-            return Ok(if attacker_to_move {
-                Status::disproven(true)
-            } else {
-                Status::proven(0)
-            });
         }
         if capture && let Some(v) = self.table_value()? {
             return Ok(self.table_status(v, plies));
         }
+        let defender = self.attacker.opponent();
+        let defender_to_move = self.board.side_to_move() == defender;
         if plies == 0 {
-            return Ok(Status::disproven(false));
+            // Only a position the defender has already lost is a win with no plies left (no
+            // need to ask the transposition table: most positions searched are here).
+            return Ok(if defender_to_move && !self.board.has_legal_move() {
+                Status::proven(0)
+            } else {
+                Status::disproven(false)
+            });
         }
-        Ok(Status::open(replies as u32, 1))
+        if let Some(s) = self.lookup(key, plies) {
+            return Ok(s);
+        }
+        if !defender_to_move {
+            return Ok(Status::open(1, 1));
+        }
+        // A first guess of the proof number: a defender in check has few replies, and is
+        // counted exactly, so that checks, and the checks that leave fewest replies, are tried
+        // first; whether a quiet position has a reply waits until it is searched.
+        if !self.board.in_check(defender) {
+            return Ok(Status::open(QUIET_PROOF_NUMBER, 1));
+        }
+        match self.board.count_legal_moves() {
+            0 => Ok(Status::proven(0)),
+            n => Ok(Status::open(n as u32, 1)),
+        }
     }
 
-    /// The numbers of a node from its children's.
+    /// The numbers of a node from its children's. A proof takes the length of the shortest
+    /// winning move (at an OR node) or of the longest reply (at an AND node); a settled node
+    /// depends on the repetitions of the children that settle it, preferring children that
+    /// depend on none.
     fn combine(or: bool, children: &[Child]) -> Status {
         let statuses = children.iter().map(|c| c.status);
+        let earliest =
+            |it: &mut dyn Iterator<Item = Status>| it.map(|s| s.rep).min().unwrap_or(FREE);
         if or {
             let pn = statuses.clone().map(|s| s.pn).min().unwrap_or(INF);
             let dn = statuses.clone().fold(0, |a, s| add(a, s.dn));
             if pn == 0 {
-                let dist = statuses.filter(|s| s.is_proven()).map(|s| s.dist).min();
-                Status::proven(dist.unwrap_or(0) + 1)
+                let best = statuses
+                    .filter(|s| s.is_proven())
+                    .min_by_key(|s| (s.dist, std::cmp::Reverse(s.rep)))
+                    .expect("a proven child");
+                Status {
+                    rep: best.rep,
+                    ..Status::proven(best.dist + 1)
+                }
             } else if dn == 0 {
-                Status::disproven(statuses.clone().all(|s| s.exact))
+                Status {
+                    rep: earliest(&mut statuses.clone()),
+                    ..Status::disproven(statuses.clone().all(|s| s.exact))
+                }
             } else {
                 Status::open(pn, dn)
             }
@@ -406,10 +461,20 @@ impl<'a, S: TableStore> Prover<'a, S> {
             let pn = statuses.clone().fold(0, |a, s| add(a, s.pn));
             let dn = statuses.clone().map(|s| s.dn).min().unwrap_or(INF);
             if pn == 0 {
-                let dist = statuses.map(|s| s.dist).max();
-                Status::proven(dist.unwrap_or(0) + 1)
+                let dist = statuses.clone().map(|s| s.dist).max().unwrap_or(0);
+                Status {
+                    rep: earliest(&mut statuses.clone()),
+                    ..Status::proven(dist + 1)
+                }
             } else if dn == 0 {
-                Status::disproven(statuses.clone().any(|s| s.is_disproven() && s.exact))
+                let best = statuses
+                    .filter(|s| s.is_disproven())
+                    .max_by_key(|s| (s.exact, s.rep))
+                    .expect("a disproven child");
+                Status {
+                    rep: best.rep,
+                    ..Status::disproven(best.exact)
+                }
             } else {
                 Status::open(pn, dn)
             }
@@ -434,12 +499,44 @@ impl<'a, S: TableStore> Prover<'a, S> {
         (best, second)
     }
 
-    /// Searches the current position, which is no leaf, until its numbers reach the thresholds.
+    /// Searches the current position until its numbers reach the thresholds.
     fn mid(&mut self, th_pn: u32, th_dn: u32, plies: u16) -> Result<Status, SearchError> {
+        Ok(self.mid_children(th_pn, th_dn, plies)?.0)
+    }
+
+    /// Settles the current position (with `plies` left) as [`Prover::prove`] does, and returns
+    /// its moves' statuses as the search left them (a proven node's winning moves among them).
+    pub fn prove_children(&mut self, plies: u16) -> Result<(Status, Vec<Child>), SearchError> {
+        let r = self.mid_children(INF, INF, plies)?;
+        self.flush();
+        Ok(r)
+    }
+
+    /// [`Prover::mid`], returning the children too.
+    fn mid_children(
+        &mut self,
+        th_pn: u32,
+        th_dn: u32,
+        plies: u16,
+    ) -> Result<(Status, Vec<Child>), SearchError> {
         self.tick();
         let start = self.expanded;
         let or = self.board.side_to_move() == self.attacker;
         let moves = self.board.legal_moves();
+        if moves.is_empty() {
+            // The side to move has lost (mate or stalemate).
+            let status = if or {
+                Status::disproven(true)
+            } else {
+                Status::proven(0)
+            };
+            self.store(status, plies, 1);
+            return Ok((status, Vec::new()));
+        }
+        for &m in moves.iter() {
+            let key = zobrist::after(self.key, &self.board, m);
+            self.shared.tt.prefetch(self.tt_key(key));
+        }
         let mut children = Vec::with_capacity(moves.len());
         for &m in moves.iter() {
             let c = self.child(m, plies - 1)?;
@@ -456,28 +553,40 @@ impl<'a, S: TableStore> Prover<'a, S> {
                 break;
             }
         }
+        // This node's index on the line: a repetition of it or of a position below is part of
+        // its own subtree, and holds wherever the node is reached from.
+        let here = (self.keys.len() - 1) as u16;
         loop {
-            let status = Self::combine(or, &children);
+            let mut status = Self::combine(or, &children);
+            if status.rep >= here {
+                status.rep = FREE;
+            }
             if status.pn == 0
                 || status.dn == 0
                 || status.pn >= th_pn
                 || status.dn >= th_dn
                 || self.stopped.is_some()
             {
-                self.store(status, plies, self.expanded - start);
-                return Ok(status);
+                if status.rep == FREE {
+                    self.store(status, plies, self.expanded - start);
+                }
+                return Ok((status, children));
             }
             let (best, second) = Self::select(or, &children);
             let c = children[best];
+            // The 1+epsilon trick (Pawlewicz and Lew): a child may exceed the second best by a
+            // quarter before the search switches to it, so that it does not thrash between two
+            // children of nearly equal numbers.
+            let next_best = |n: u32| add(n, n / 4 + 1);
             let (child_pn, child_dn) = if or {
                 (
-                    th_pn.min(add(second, 1)),
+                    th_pn.min(next_best(second)),
                     add(th_dn - status.dn, c.status.dn),
                 )
             } else {
                 (
                     add(th_pn - status.pn, c.status.pn),
-                    th_dn.min(add(second, 1)),
+                    th_dn.min(next_best(second)),
                 )
             };
             self.push(c.mv, c.key);
