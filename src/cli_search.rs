@@ -7,7 +7,7 @@ use clap::Args;
 use search::{Control, Limits, Outcome, SearchReport, search};
 use std::sync::Arc;
 use std::time::Duration;
-use xqtb_core::RuleSet;
+use xqtb_core::{Plies, RuleSet};
 
 /// Arguments of `xqtb search`.
 #[derive(Args)]
@@ -77,11 +77,11 @@ pub fn run(args: SearchArgs) -> Result<()> {
     let what = match (result.outcome, result.plies) {
         (Outcome::Win | Outcome::Loss, Some(p)) => {
             let end = result.end.map_or("mate", |e| e.name());
-            format!("{} in {p} plies ({end})", result.outcome.name())
+            format!("{} in {} ({end})", result.outcome.name(), Plies(p as u64))
         }
         (Outcome::Unknown, _) => format!(
-            "unknown: no win of either side in {} plies or fewer{}",
-            result.searched_plies,
+            "unknown: no win of either side in {} or fewer{}",
+            Plies(result.searched_plies as u64),
             result
                 .stopped
                 .map(|s| format!(" (stopped by the {} limit)", s.name()))
