@@ -57,21 +57,25 @@ FSF's mates are real checkmates/stalemates, as under the `cycles-are-draws` rule
 `mate N`:
   1. screen (PURE): `go mate M nodes S` (M = 9, or 12 for capture) reports `score mate K`, K <= M;
   2. shortest (PURE): `go mate K-1 nodes B`, repeated while it finds a shorter mate; N is the length
-     at which `go mate N-1` ends (node cap or FSF's maximum depth) without a mate of <= N-1;
+     at which `go mate N-1` ends (node cap or FSF's maximum depth) without a mate of <= N-1
+     (B = --short-nodes, or --long-nodes when N-1 >= 5: FSF sometimes needs millions of nodes to
+     find a mate of 6 moves);
   3. deep (PURE): `go depth D nodes C`, D = max(16, 2N+4, depth where the mate was found + 2), must
      end with `score mate N` (a shorter mate there restarts step 2); its best move is fsf_bestmove,
      and its PV is replayed with pyffish (all moves legal) to see how it ends: checkmate or
      stalemate (a loss for the stalemated side in Xiangqi);
   4. STD: `go mate N` finds a mate of exactly N and `go mate N-1` finds none;
   5. successor (PURE), N >= 2: after fsf_bestmove every defender reply allows `go mate N-1` to find a
-     mate of <= N-1 moves, and some reply allows none of <= N-2 (this catches shorter mates that the
-     node-capped searches of steps 2 and 4 missed).
+     mate of <= N-1 moves, some reply allows none of <= N-2, and `go depth max(16, 4N+4)` there does
+     not score the defender mated in fewer than N-1 moves (these catch shorter mates that the
+     node-capped searches of steps 2 and 4 missed; a deep search reporting a *longer* mate than a
+     mate FSF has found is search noise and accepted).
 `mated K`: step 5 for the position itself, and `go depth max(16, 4K+8) nodes C` ending with
 `score mate -K` under PURE and STD.
 `none`: under PURE and STD, `go mate 9 nodes B` finds no mate and `go depth 16 nodes C` ends with a
 non-mate score (depth reached >= 12).
 The confirm column records this, e.g. `mate4 pure:short=mate3:none/1500000n,deep=d20/mate4/8123n
-std:mate4:found/912n,mate3:none/1500000n succ=mated3:ok end=checkmate` (for "none" results the node
+std:mate4:found/912n,mate3:none/1500000n succ=mated3:ok,deep=d20/mate-3 end=checkmate` (for "none" results the node
 cap is given, for the others the nodes used and the depth reached).
 Caveat: a mate FSF finds is constructive (sound up to hash collisions), but "no shorter mate" and
 "no mate" are FSF's verdicts within the node caps, not proofs. Under the Asian rules' chasing rule a
@@ -91,8 +95,8 @@ Usage
 Options [defaults]: --seed [1], --out [tests/data/mates.tsv], --engine [/usr/games/fairy-stockfish],
 --mate-quota [2=11,3=11,4=10,5=8,6=8,7=8,8=8,9=8], --composed-quota [3=3,...,9=3], --capture [20],
 --capture-per-length [4], --capture-max-moves [12], --nomate [20], --mated [20], --screen-nodes
-[200000], --short-nodes [1500000], --deep-nodes [3000000], --mutate [0.6], --per-root [3],
---max-candidates [20000 per category], --call-seconds [60], --max-minutes [48], --date [today].
+[200000], --short-nodes [1500000], --long-nodes [5000000], --deep-nodes [3000000], --mutate [0.6],
+--per-root [3], --max-candidates [20000 per category], --call-seconds [60], --max-minutes [48], --date [today].
 One engine process (Threads 1); progress on stderr; the counts per category and length on stdout.
 """
 import argparse
@@ -433,6 +437,10 @@ class Checker:
             return "pv-no-end"
         return "checkmate" if sf.gives_check(VARIANT, fen, moves) else "stalemate"
 
+    def none_nodes(self, k):
+        """Node cap of a PURE `go mate k` search that is to find nothing: more for longer mates."""
+        return self.a.short_nodes if k < 5 else self.a.long_nodes
+
     def screen(self, fen, most):
         """`go mate most` under PURE: (length, depth) of the mate found, or None."""
         r = self.search(fen, f"go mate {most} nodes {self.a.screen_nodes}", PURE)
@@ -449,7 +457,7 @@ class Checker:
                 if not any(wanted(m) for m in range(1, n + 1)):
                     self.why = f"mate <= {n}: lengths not wanted"
                     return None
-                r = self.search(fen, f"go mate {n - 1} nodes {a.short_nodes}", PURE)
+                r = self.search(fen, f"go mate {n - 1} nodes {self.none_nodes(n - 1)}", PURE)
                 if r is None:
                     return None
                 k = mate_of(r)
@@ -481,7 +489,7 @@ class Checker:
         if end is None:
             self.why = "PV illegal for pyffish"
             return None
-        short = f"short=mate{n - 1}:none/{a.short_nodes}n," if n > 1 else ""
+        short = f"short=mate{n - 1}:none/{self.none_nodes(n - 1)}n," if n > 1 else ""
         conf = f"mate{n} pure:{short}deep=d{deep['depth']}/mate{n}/{deep['nodes']}n"
         # the same verdict under FSF's own Xiangqi rules (perpetual check loses): `go mate n` must find a
         # mate of exactly n moves and `go mate n-1` none
@@ -502,14 +510,22 @@ class Checker:
                 return None
             std += f",mate{n - 1}:none/{a.short_nodes}n"
         # FSF's best move must lead to a position where the defender is mated in exactly n-1 (by its
-        # replies): catches a shorter mate that the node-capped `go mate n-1` searches missed
+        # replies), and a deep search there must not find the defender mated sooner: both catch a
+        # shorter mate that the node-capped `go mate n-1` searches missed
         succ = ""
         if n > 1:
             after = after_move(fen, deep["bestmove"])
             if self.replies_check(after, n - 1) is None:
                 self.why = f"after {to_ours(deep['bestmove'])}: {self.why}"
                 return None
-            succ = f" succ=mated{n - 1}:ok"
+            d2 = self.search(after, f"go depth {max(16, 4 * n + 4)} nodes {a.deep_nodes}", PURE)
+            if d2 is None:
+                return None
+            j = mate_of(d2)
+            if j is not None and -(n - 1) < j < 0:
+                self.why = f"after {to_ours(deep['bestmove'])}: deep says {d2['score']}, a shorter mate"
+                return None
+            succ = f" succ=mated{n - 1}:ok,deep=d{d2['depth']}/{d2['score'][0]}{d2['score'][1]}"
         return n, deep["bestmove"], f"{conf} {std}{succ} end={end}"
 
     def confirm_mate(self, fen, most, wanted=lambda n: True):
@@ -975,6 +991,7 @@ def main():
     ap.add_argument("--mated", type=int, default=20)
     ap.add_argument("--screen-nodes", type=int, default=200000)
     ap.add_argument("--short-nodes", type=int, default=1500000)
+    ap.add_argument("--long-nodes", type=int, default=5000000)
     ap.add_argument("--deep-nodes", type=int, default=3000000)
     ap.add_argument("--max-candidates", type=int, default=20000)
     ap.add_argument("--mutate", type=float, default=0.6)

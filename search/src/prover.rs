@@ -39,22 +39,39 @@ use xiangqi::{Board, Color, Move};
 use xqtb_core::{MAX_PIECES, Material, Orientation, Probe, RuleSet, Signature, TableId, Value};
 
 /// A proof or disproof number that cannot grow any more: the node is settled the other way.
-pub(crate) const INF: u32 = u32::MAX;
+///
+/// The numbers are 64 bits wide: a proof number sums the children's over every reply of every
+/// defender's move, and on a deep quiet search that overflows 32 bits. A number pinned at a cap
+/// would stop the search making progress (a child handed a threshold equal to its own number
+/// returns at once), so the cap must be out of reach.
+pub(crate) const INF: u64 = u64::MAX;
 
-/// Sum of proof or disproof numbers, kept below [`INF`] unless a term is `INF`.
-fn add(a: u32, b: u32) -> u32 {
+/// Largest finite proof or disproof number.
+const CAP: u64 = 1 << 62;
+
+/// A number as the transposition table keeps it: 0 and [`INF`] exactly, others below
+/// `u32::MAX` (an open number read back is only a first guess).
+fn narrow(n: u64) -> u32 {
+    match n {
+        INF => u32::MAX,
+        n => n.min(u32::MAX as u64 - 1) as u32,
+    }
+}
+
+/// Sum of proof or disproof numbers, kept at most [`CAP`] unless a term is `INF`.
+fn add(a: u64, b: u64) -> u64 {
     if a == INF || b == INF {
         INF
     } else {
-        (a as u64 + b as u64).min(INF as u64 - 1) as u32
+        (a + b).min(CAP)
     }
 }
 
 /// What is known about a position for the attacker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Status {
-    pub pn: u32,
-    pub dn: u32,
+    pub pn: u64,
+    pub dn: u64,
     /// For a proof: its length in plies.
     pub dist: u16,
     /// For a disproof: it holds at any depth.
@@ -89,7 +106,7 @@ impl Status {
         }
     }
 
-    const fn open(pn: u32, dn: u32) -> Status {
+    const fn open(pn: u64, dn: u64) -> Status {
         Status {
             pn,
             dn,
@@ -141,7 +158,7 @@ const SALT: [[u64; 2]; 2] = [
 
 /// The first guess of the proof number of a position where the defender is not in check:
 /// more than most checks leave it, so that checks are tried first.
-const QUIET_PROOF_NUMBER: u32 = 10;
+const QUIET_PROOF_NUMBER: u64 = 10;
 
 /// Nodes expanded between two looks at the limits.
 const TICK: u64 = 1024;
@@ -281,15 +298,15 @@ impl<'a, S: TableStore> Prover<'a, S> {
             None
         } else {
             // Numbers found at another depth are still the best first guess there is.
-            Some(Status::open(e.pn, e.dn))
+            Some(Status::open(e.pn as u64, e.dn as u64))
         }
     }
 
     fn store(&self, status: Status, plies: u16, work: u64) {
         self.shared.tt.put(Entry {
             key: self.tt_key(self.key),
-            pn: status.pn,
-            dn: status.dn,
+            pn: narrow(status.pn),
+            dn: narrow(status.dn),
             work: work.min(u32::MAX as u64) as u32,
             dist: status.dist,
             plies,
@@ -425,7 +442,7 @@ impl<'a, S: TableStore> Prover<'a, S> {
         }
         match self.board.count_legal_moves() {
             0 => Ok(Status::proven(0)),
-            n => Ok(Status::open(n as u32, 1)),
+            n => Ok(Status::open(n as u64, 1)),
         }
     }
 
@@ -483,7 +500,7 @@ impl<'a, S: TableStore> Prover<'a, S> {
 
     /// The child to search next (the one with the smallest proof number at an OR node, the
     /// smallest disproof number at an AND node) and the second smallest such number.
-    fn select(or: bool, children: &[Child]) -> (usize, u32) {
+    fn select(or: bool, children: &[Child]) -> (usize, u64) {
         let number = |c: &Child| if or { c.status.pn } else { c.status.dn };
         let (mut best, mut first, mut second) = (0, INF, INF);
         for (i, c) in children.iter().enumerate() {
@@ -500,7 +517,7 @@ impl<'a, S: TableStore> Prover<'a, S> {
     }
 
     /// Searches the current position until its numbers reach the thresholds.
-    fn mid(&mut self, th_pn: u32, th_dn: u32, plies: u16) -> Result<Status, SearchError> {
+    fn mid(&mut self, th_pn: u64, th_dn: u64, plies: u16) -> Result<Status, SearchError> {
         Ok(self.mid_children(th_pn, th_dn, plies)?.0)
     }
 
@@ -515,8 +532,8 @@ impl<'a, S: TableStore> Prover<'a, S> {
     /// [`Prover::mid`], returning the children too.
     fn mid_children(
         &mut self,
-        th_pn: u32,
-        th_dn: u32,
+        th_pn: u64,
+        th_dn: u64,
         plies: u16,
     ) -> Result<(Status, Vec<Child>), SearchError> {
         self.tick();
@@ -577,7 +594,7 @@ impl<'a, S: TableStore> Prover<'a, S> {
             // The 1+epsilon trick (Pawlewicz and Lew): a child may exceed the second best by a
             // quarter before the search switches to it, so that it does not thrash between two
             // children of nearly equal numbers.
-            let next_best = |n: u32| add(n, n / 4 + 1);
+            let next_best = |n: u64| add(n, n / 4 + 1);
             let (child_pn, child_dn) = if or {
                 (
                     th_pn.min(next_best(second)),
