@@ -177,7 +177,11 @@ fn notate(board: &Board, moves: impl IntoIterator<Item = Move>) -> Vec<LineMove>
 
 /// The attacker of depth `plies`: the side to move at odd depths, its opponent at even ones.
 fn attacker(us: Color, plies: u16) -> Color {
-    if plies % 2 == 1 { us } else { us.opponent() }
+    if plies.is_multiple_of(2) {
+        us.opponent()
+    } else {
+        us
+    }
 }
 
 /// Deepens the prover until a depth is proven, both sides' wins are disproven at every depth,
@@ -200,14 +204,15 @@ fn deepen<S: TableStore>(
         AtomicBool::new(!gives_check(board, us)),
         AtomicBool::new(!gives_check(board, us.opponent())),
     ];
-    // Positions expanded by each sequence so far.
+    // Positions expanded by each sequence so far, and whether a thread is searching it.
     let spent = [AtomicU64::new(0), AtomicU64::new(0)];
+    let busy = [AtomicBool::new(false), AtomicBool::new(false)];
     // A sequence disproven at every depth: when both are, the position is a draw.
     let exact = [AtomicBool::new(false), AtomicBool::new(false)];
     std::thread::scope(|s| {
         for _ in 0..shared.limits.threads {
             let (next, done, exact, depths, error) = (&next, &done, &exact, &depths, &error);
-            let spent = &spent;
+            let (spent, busy) = (&spent, &busy);
             s.spawn(move || {
                 let mut provers: [Option<Prover<'_, S>>; 2] = [None, None];
                 loop {
@@ -216,15 +221,22 @@ fn deepen<S: TableStore>(
                     }
                     // The sequence with the least weighted work so far goes next: the side to
                     // move's wins are what people ask for, so its losses get a third of the
-                    // effort; a sequence that is done leaves all of it to the other.
+                    // effort; a sequence that is done leaves all of it to the other. One
+                    // thread at most works on a sequence: a second one would search its next
+                    // depth before this one is settled, and crowd out what that search keeps
+                    // in the transposition table.
                     let open = |t: usize| !done[t].load(Relaxed) && next[t].load(Relaxed) <= max;
+                    let free = |t: usize| open(t) && !busy[t].load(Relaxed);
                     let cost = |t: usize| spent[t].load(Relaxed).saturating_mul(LOSS_WEIGHT[t]);
-                    let seq = match (open(0), open(1)) {
+                    let seq = match (free(0), free(1)) {
                         (true, true) if cost(1) < cost(0) => 1,
                         (true, _) => 0,
                         (false, true) => 1,
                         (false, false) => break,
                     };
+                    if busy[seq].swap(true, Relaxed) {
+                        continue;
+                    }
                     let p = next[seq].fetch_add(2, Relaxed);
                     if p > max {
                         continue;
@@ -235,6 +247,7 @@ fn deepen<S: TableStore>(
                     let before = prover.expanded;
                     let proved = prover.prove(p);
                     spent[seq].fetch_add(prover.expanded - before + 1, Relaxed);
+                    busy[seq].store(false, Relaxed);
                     let depth = match proved {
                         Err(e) => {
                             error.lock().expect("error lock").get_or_insert(e);
@@ -381,9 +394,9 @@ fn prove_and_read<S: TableStore>(
     plies: u16,
     result: &mut SearchResult,
 ) -> Result<(), SearchError> {
+    // The check gets a node budget of its own and the search's time limit again.
     let limits = Limits {
         nodes: Some(CHECK_NODES),
-        time: None,
         ..shared.limits.clone()
     };
     let control = Control::new();
@@ -396,13 +409,26 @@ fn prove_and_read<S: TableStore>(
     };
     let mut checker = Prover::new(&check, attacker, board);
     let mut memo = Memo::new();
-    let checked = checker
-        .check(plies, &mut memo)?
-        .map_err(SearchError::ProofRejected)?;
-    let (mut moves, leaf) = checker
-        .main_line(checked.dist, &mut memo)?
-        .map_err(SearchError::ProofRejected)?;
+    let checked = match checker.check(plies, &mut memo)? {
+        Ok(checked) => checker
+            .main_line(checked.dist, &mut memo)?
+            .map(|line| (checked, line)),
+        Err(why) => Err(why),
+    };
     checker.flush();
+    let (checked, (mut moves, leaf)) = match checked {
+        Ok(c) => c,
+        Err(why) => {
+            // A check cut short by its limits has not refuted the proof: nothing is claimed.
+            let progress = control.progress();
+            if let Some(reason) = control.stop_reason(&limits, progress.nodes) {
+                result.stopped = Some(reason);
+                shared.control.add(progress.nodes, progress.table_hits);
+                return Ok(());
+            }
+            return Err(SearchError::ProofRejected(why));
+        }
+    };
     let end = match leaf {
         Leaf::Table(_) => {
             let tb = shared.tables.expect("a table leaf has tables");

@@ -21,7 +21,7 @@ use xqtb_core::{RuleSet, Signature, TableId};
 const TABLES: [&str; 4] = ["KRvKA", "KRvKB", "KNvK", "KPvK"];
 
 /// Positions expanded per position at most.
-const NODES: u64 = 400_000;
+const NODES: u64 = 250_000;
 
 fn tablebase(dir: &std::path::Path) -> Tablebase<Arc<SledStore>> {
     let rules = RuleSet::Asian;
