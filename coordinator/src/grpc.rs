@@ -42,7 +42,10 @@ pub fn status_of(e: AppError) -> Status {
             "table {} is not in the store (rule set {})",
             table.signature, table.rules
         )),
-        AppError::Store(_) | AppError::Persist(_) => Status::internal(e.to_string()),
+        AppError::Busy(_) => Status::resource_exhausted(e.to_string()),
+        AppError::Store(_) | AppError::Persist(_) | AppError::SearchFailed(_) => {
+            Status::internal(e.to_string())
+        }
     }
 }
 
