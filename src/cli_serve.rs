@@ -23,7 +23,8 @@ pub struct HttpArgs {
     /// HTTP API requests in progress at once; more are refused with 503 and Retry-After.
     #[arg(long, default_value_t = 1024)]
     pub http_max_in_flight: usize,
-    /// Longest time an HTTP API request may take, waiting for a probe thread included (then 503).
+    /// Longest time an HTTP API request may take, waiting for a probe thread included (then 503);
+    /// a mate search may take 10 s longer.
     #[arg(long, default_value_t = 10)]
     pub http_timeout_secs: u64,
 }

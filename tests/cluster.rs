@@ -1238,3 +1238,217 @@ fn a_faulty_slice_is_refused_by_the_sample_check() {
         "the assembled KPvK differs from xqtb solve's"
     );
 }
+
+/// A forced mate in 3 plies with two rooks (no table holds KRRvK here); it has more than one
+/// shortest line, and the search may answer any of them.
+const MATE_IN_3: &str = "4k4/9/9/9/9/9/9/9/R8/1R1K5 w";
+
+/// A position no search settles within a few seconds.
+const HARD: &str = "2bak4/4a4/4b4/9/9/2N6/9/9/4C4/3K5 w";
+
+fn search_request(fen: &str) -> SearchRequest {
+    SearchRequest {
+        fen: fen.into(),
+        ..Default::default()
+    }
+}
+
+/// `Search` over gRPC: a mate with its distance and line, limits capped by the server, a bad
+/// FEN refused naming the fault, a position whose material is stored answered from its table
+/// with the probe's value, a third search at once refused as RESOURCE_EXHAUSTED, searches
+/// cancelled when their clients go away, and the searches counted in the metrics.
+#[test]
+fn searches_are_capped_refused_when_busy_and_agree_with_the_tables() {
+    let dir = TempDir::new("search");
+    let data = dir.arg("coord");
+    run_ok(&["solve", "KRvKN", "--data", &data]);
+    let (port, metrics) = (free_port(), free_port());
+    let metrics_listen = format!("127.0.0.1:{metrics}");
+    let _c = coordinator(&dir, port, &["--metrics-listen", &metrics_listen]);
+    wait_for_metrics(metrics);
+    rt().block_on(async {
+        let mut tb = TablebaseClient::new(channel(port).await);
+
+        // Greedy limits are capped; the mate is found all the same.
+        let r = tb
+            .search(SearchRequest {
+                max_plies: Some(1000),
+                nodes: Some(1_000_000_000_000),
+                time_ms: Some(3_600_000),
+                threads: Some(100),
+                hash_mib: Some(1 << 30),
+                ..search_request(MATE_IN_3)
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((r.result.as_str(), r.dtm_plies), ("win", Some(3)), "{r:?}");
+        assert_eq!(r.source, "search");
+        assert!(["mate", "stalemate"].contains(&r.end.as_str()), "{r:?}");
+        assert_eq!(r.line.len(), 3, "{r:?}");
+        assert_eq!(r.best_move, r.line[0].iccs);
+        assert_eq!(r.side_to_move, "red");
+        assert_eq!(
+            r.limits,
+            Some(SearchLimits {
+                max_plies: 63,
+                nodes: 20_000_000,
+                time_ms: 10_000,
+                threads: 2,
+                hash_mib: 256,
+            })
+        );
+        // The defaults of a request that names no limit.
+        let r = tb
+            .search(search_request(MATE_IN_3))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            r.limits,
+            Some(SearchLimits {
+                max_plies: 41,
+                nodes: 20_000_000,
+                time_ms: 10_000,
+                threads: 1,
+                hash_mib: 64,
+            })
+        );
+        // The search library's report, through the mapping clients use: what `xqtb search
+        // --json` answers with the same limits (the same line, too), times and counts aside.
+        let report = rpc::search_report(r).unwrap();
+        let cli = run_ok(&["search", MATE_IN_3, "--json", "--threads", "1"]);
+        let cli: search::SearchReport = serde_json::from_str(cli.trim()).unwrap();
+        assert_eq!(
+            search::SearchReport {
+                nodes: cli.nodes,
+                table_hits: cli.table_hits,
+                time_ms: cli.time_ms,
+                ..report
+            },
+            cli
+        );
+
+        // A bad FEN, an illegal position and a limit of 0: INVALID_ARGUMENT naming the fault.
+        let e = tb.search(search_request("4k4/9/9 w")).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
+        assert!(
+            e.message().contains("bad FEN") && e.message().contains("rows"),
+            "{e}"
+        );
+        let e = tb
+            .search(search_request("3k5/9/9/9/9/9/9/9/9/3K5 w"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
+        assert!(e.message().contains("kings"), "{e}");
+        let e = tb
+            .search(SearchRequest {
+                threads: Some(0),
+                ..search_request(MATE_IN_3)
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
+        assert!(e.message().contains("threads must be at least 1"), "{e}");
+        let e = tb
+            .search(SearchRequest {
+                rules: "chess".into(),
+                ..search_request(MATE_IN_3)
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
+
+        // Positions whose material is stored: the table's value, line and end.
+        for fen in common::positions("KRvKN", 12) {
+            let p = tb
+                .probe(ProbeRequest {
+                    fen: fen.clone(),
+                    rules: String::new(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            let s = tb.search(search_request(&fen)).await.unwrap().into_inner();
+            assert_eq!(s.source, "tables", "{fen}");
+            assert_eq!(
+                (s.result.as_str(), s.dtm_plies),
+                (p.category.as_str(), p.dtm_plies)
+            );
+            if p.category != "draw" {
+                let m = tb
+                    .mainline(MainlineRequest {
+                        fen: fen.clone(),
+                        rules: String::new(),
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner();
+                let want: Vec<&str> = m.moves.iter().map(|m| m.iccs.as_str()).collect();
+                let got: Vec<&str> = s.line.iter().map(|m| m.iccs.as_str()).collect();
+                assert_eq!((got, s.end.as_str()), (want, m.ending.as_str()), "{fen}");
+            }
+        }
+
+        // Two searches run at once; a third is refused at once, not queued.
+        let slow = |tb: &TablebaseClient<Channel>| {
+            let mut tb = tb.clone();
+            tokio::spawn(async move {
+                tb.search(SearchRequest {
+                    time_ms: Some(3000),
+                    ..search_request(HARD)
+                })
+                .await
+            })
+        };
+        let running = [slow(&tb), slow(&tb)];
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let started = Instant::now();
+        let e = tb.search(search_request(MATE_IN_3)).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}");
+        assert!(e.message().contains("try again"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(1));
+        for r in running {
+            let r = r.await.unwrap().unwrap().into_inner();
+            assert_eq!((r.result.as_str(), r.stopped.as_str()), ("unknown", "time"));
+            assert!(r.time_ms >= 3000, "{r:?}");
+        }
+
+        // Clients that give up cancel their searches: the places are free again long before
+        // the searches' ten seconds are up.
+        let gave_up = Instant::now();
+        for _ in 0..2 {
+            let mut tb = tb.clone();
+            let call = tb.search(search_request(HARD));
+            assert!(
+                tokio::time::timeout(Duration::from_millis(300), call)
+                    .await
+                    .is_err()
+            );
+        }
+        loop {
+            match tb.search(search_request(MATE_IN_3)).await {
+                Ok(r) => {
+                    assert_eq!(r.into_inner().dtm_plies, Some(3));
+                    break;
+                }
+                Err(e) => assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}"),
+            }
+            assert!(
+                gave_up.elapsed() < Duration::from_secs(5),
+                "the searches of clients that went away still run"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let text = scrape(metrics);
+    for series in [
+        "xqtb_searches_total{result=\"win\"}",
+        "xqtb_searches_total{result=\"busy\"}",
+        "xqtb_searches_total{result=\"unknown\"}",
+        "xqtb_search_seconds_bucket",
+    ] {
+        assert!(text.contains(series), "metrics lack {series}:\n{text}");
+    }
+}

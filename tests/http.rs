@@ -365,6 +365,213 @@ async fn errors_are_json_with_the_right_status_and_cors_is_allowed() {
     );
 }
 
+/// A forced mate in 3 plies with two rooks (no table holds KRRvK here); it has more than one
+/// shortest line, and the search may answer any of them.
+const MATE_IN_3: &str = "4k4/9/9/9/9/9/9/9/R8/1R1K5 w";
+
+/// A position no search settles within a few seconds.
+const HARD: &str = "2bak4/4a4/4b4/9/9/2N6/9/9/4C4/3K5 w";
+
+/// The moves of a line (`line` of a search, `moves` of a main line) in ICCS.
+fn iccs(moves: &Json) -> Vec<String> {
+    moves
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["iccs"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_find_mates_within_capped_limits_and_agree_with_the_tables() {
+    let dir = TempDir::new("search");
+    let data = solved_store(&dir);
+    let fens = positions(12);
+    let probes = cli_probes(&["--data", &data], &fens);
+    let lines: Vec<Json> = fens
+        .iter()
+        .map(|f| {
+            let out = run(&["mainline", f, "--json", "--data", &data], "");
+            serde_json::from_str(out.trim()).unwrap()
+        })
+        .collect();
+    let (mut server, base) = serve(&dir, &["--data", &data], &[]);
+    let c = client();
+    wait_ready(&c, &mut server, &base).await;
+    let search = |query: String| {
+        let (c, base) = (c.clone(), base.clone());
+        async move { get(&c, &format!("{base}/api/v1/search?{query}")).await }
+    };
+
+    // A mate beyond the tables: its distance, line and end, under the server's defaults.
+    let r = search(format!("fen={}", enc(MATE_IN_3))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header("access-control-allow-origin"), "*");
+    let j = r.json();
+    assert_eq!(
+        (j["result"].clone(), j["dtm_plies"].clone()),
+        ("win".into(), 3.into())
+    );
+    let line = iccs(&j["line"]);
+    assert_eq!(line.len(), 3, "{j}");
+    assert_eq!(j["best_move"], line[0]);
+    for m in j["line"].as_array().unwrap() {
+        assert!(
+            !m["chinese"].as_str().unwrap().is_empty() && !m["wxf"].as_str().unwrap().is_empty()
+        );
+    }
+    assert!(j["end"] == "mate" || j["end"] == "stalemate", "{j}");
+    assert_eq!(
+        (j["source"].clone(), j["side_to_move"].clone()),
+        ("search".into(), "red".into())
+    );
+    assert_eq!(
+        (j["rules"].clone(), j["stopped"].clone()),
+        ("asian".into(), Json::Null)
+    );
+    assert_eq!(j["fen"], "4k4/9/9/9/9/9/9/9/R8/1R1K5 w - - 0 1");
+    assert!(j["nodes"].as_u64().unwrap() > 0);
+    assert_eq!(
+        j["limits"],
+        serde_json::json!({"max_plies": 41, "nodes": 20_000_000, "time_ms": 10_000,
+                           "threads": 1, "hash_mib": 64})
+    );
+    // The same object as `xqtb search --json` (the same line, too), with the limits beside it.
+    let cli: Json =
+        serde_json::from_str(run(&["search", MATE_IN_3, "--json", "--threads", "1"], "").trim())
+            .unwrap();
+    for (k, v) in cli.as_object().unwrap() {
+        if !["nodes", "table_hits", "time_ms"].contains(&k.as_str()) {
+            assert_eq!(&j[k], v, "{k}");
+        }
+    }
+
+    // Greedy limits are capped; modest ones are kept.
+    let r = search(format!(
+        "fen={}&max_plies=1000&nodes=1000000000000&time_ms=99999999999999999999&threads=100\
+         &hash_mib=1048576",
+        enc(MATE_IN_3)
+    ))
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["limits"],
+        serde_json::json!({"max_plies": 63, "nodes": 20_000_000, "time_ms": 10_000,
+                           "threads": 2, "hash_mib": 256})
+    );
+    assert_eq!(r.json()["dtm_plies"], 3);
+    let r = search(format!(
+        "fen={}&max_plies=2&nodes=500&time_ms=2000&threads=2&hash_mib=1",
+        enc(MATE_IN_3)
+    ))
+    .await;
+    let j = r.json();
+    assert_eq!(
+        j["limits"],
+        serde_json::json!({"max_plies": 2, "nodes": 500, "time_ms": 2000,
+                           "threads": 2, "hash_mib": 1})
+    );
+    // Two plies are too few for a mate in three: unknown, and why.
+    assert_eq!(
+        (j["result"].clone(), j["stopped"].clone()),
+        ("unknown".into(), "max-plies".into())
+    );
+
+    // Bad input: 400 naming the fault.
+    let r = search(format!("fen={}", enc("4k4/9/9 w"))).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let e = r.error();
+    assert!(e.contains("bad FEN") && e.contains("rows"), "{e}");
+    let r = search(format!("fen={}", enc("3k5/9/9/9/9/9/9/9/9/3K5 w"))).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.error().contains("kings"), "{}", r.body);
+    let r = search(format!("fen={}&nodes=lots", enc(MATE_IN_3))).await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.error()
+            .contains("parameter 'nodes' must be a whole number"),
+        "{}",
+        r.body
+    );
+    let r = search(format!("fen={}&time_ms=0", enc(MATE_IN_3))).await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.error().contains("time_ms must be at least 1"),
+        "{}",
+        r.body
+    );
+    let r = search("nodes=5".into()).await;
+    assert_eq!(r.status, 400);
+    assert!(r.error().contains("missing parameter 'fen'"), "{}", r.body);
+    let r = search(format!("fen={}&rules=chess", enc(MATE_IN_3))).await;
+    assert_eq!(r.status, 400);
+    assert!(r.error().contains("unknown rule set 'chess'"), "{}", r.body);
+
+    // Positions whose material is stored: the table's value, its main line and end.
+    for ((fen, probe), line) in fens.iter().zip(&probes).zip(&lines) {
+        let r = search(format!("fen={}", enc(fen))).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let j = r.json();
+        assert_eq!(j["source"], "tables", "{fen}");
+        assert_eq!(j["result"], probe["category"], "{fen}");
+        assert_eq!(j["dtm_plies"], probe["dtm_plies"], "{fen}");
+        if probe["category"] != "draw" {
+            assert_eq!(iccs(&j["line"]), iccs(&line["moves"]), "{fen}");
+            assert_eq!(j["end"], line["end"], "{fen}");
+        }
+    }
+
+    // Two searches run at once; a third is refused at once with 503 and Retry-After.
+    let hard = format!("fen={}&time_ms=3000", enc(HARD));
+    let running = [
+        tokio::spawn(search(hard.clone())),
+        tokio::spawn(search(hard.clone())),
+    ];
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let r = search(format!("fen={}", enc(MATE_IN_3))).await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.header("retry-after"), "1");
+    assert!(
+        r.error().contains("busy") && r.error().contains("try again"),
+        "{}",
+        r.body
+    );
+    for r in running {
+        let r = r.await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            (r.json()["result"].clone(), r.json()["stopped"].clone()),
+            ("unknown".into(), "time".into())
+        );
+    }
+    let r = search(format!("fen={}", enc(MATE_IN_3))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Clients that hang up cancel their searches: the places are free again long before the
+    // searches' ten seconds are up.
+    let gave_up = Instant::now();
+    for _ in 0..2 {
+        let call = search(format!("fen={}", enc(HARD)));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), call)
+                .await
+                .is_err()
+        );
+    }
+    loop {
+        let r = search(format!("fen={}", enc(MATE_IN_3))).await;
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 503, "{}", r.body);
+        assert!(
+            gave_up.elapsed() < Duration::from_secs(5),
+            "the searches of clients that hung up still run"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_coordinator_serves_http_beside_grpc_with_the_read_token() {
     let dir = TempDir::new("coordinator");
@@ -426,6 +633,17 @@ async fn the_coordinator_serves_http_beside_grpc_with_the_read_token() {
     );
     let grpc_json: Json = serde_json::from_str(grpc_json.trim()).unwrap();
     assert_eq!(grpc_json, expected[0]);
+    // Searches go through the coordinator's application layer too, with the token.
+    let url = format!("{base}/api/v1/search?fen={}", enc(MATE_IN_3));
+    assert_eq!(request(&c, "GET", &url, None).await.status, 401);
+    let r = request(&c, "GET", &url, Some("Bearer s3cret")).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["dtm_plies"], 3);
+    assert_eq!(iccs(&r.json()["line"]).len(), 3);
+    let url = format!("{base}/api/v1/search?fen={}", enc(&fens[0]));
+    let r = request(&c, "GET", &url, Some("Bearer s3cret")).await;
+    assert_eq!(r.json()["source"], "tables");
+    assert_eq!(r.json()["dtm_plies"], expected[0]["dtm_plies"]);
     let r = request(
         &c,
         "GET",

@@ -8,6 +8,7 @@
 use app::TableReport;
 use app::scheduler::JobState;
 use probe::{Category, LineEnd, MainlineReport, ProbeReport, RuleName, Side};
+use search::{Outcome, SearchReport, Source, StopReason};
 use std::collections::{BTreeMap, BTreeSet};
 use xqtb_core::{Rule, RuleSet};
 
@@ -100,6 +101,80 @@ fn line_ends() -> Vec<LineEnd> {
         }
     }
     all
+}
+
+/// Every result of a search (exhaustive, as in [`categories`]).
+fn outcomes() -> Vec<Outcome> {
+    let all = vec![Outcome::Win, Outcome::Loss, Outcome::Draw, Outcome::Unknown];
+    for o in &all {
+        match o {
+            Outcome::Win | Outcome::Loss | Outcome::Draw | Outcome::Unknown => {}
+        }
+    }
+    all
+}
+
+/// Every source of a search's answer (exhaustive, as in [`categories`]), by the name the
+/// library gives it.
+fn sources() -> Vec<String> {
+    let all = [Source::Tables, Source::Search];
+    for s in &all {
+        match s {
+            Source::Tables | Source::Search => {}
+        }
+    }
+    all.iter()
+        .map(|s| {
+            serde_json::to_value(s)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Every limit that stops a search (exhaustive, as in [`categories`]).
+fn stop_reasons() -> Vec<StopReason> {
+    let all = vec![
+        StopReason::MaxPlies,
+        StopReason::Nodes,
+        StopReason::Time,
+        StopReason::Cancelled,
+    ];
+    for r in &all {
+        match r {
+            StopReason::MaxPlies | StopReason::Nodes | StopReason::Time | StopReason::Cancelled => {
+            }
+        }
+    }
+    all
+}
+
+/// A search report with these values (the rest arbitrary).
+fn search_report(
+    side: Side,
+    result: Outcome,
+    end: Option<LineEnd>,
+    source: &str,
+    stopped: Option<StopReason>,
+) -> SearchReport {
+    SearchReport {
+        fen: String::new(),
+        side_to_move: side,
+        rules: RuleSet::default().name().into(),
+        result: result.name().into(),
+        dtm_plies: None,
+        best_move: None,
+        line: Vec::new(),
+        end: end.map(|e| e.name().into()),
+        source: source.into(),
+        searched_plies: 0,
+        nodes: 0,
+        table_hits: 0,
+        time_ms: 0,
+        stopped: stopped.map(|s| s.name().into()),
+    }
 }
 
 /// A table's report in every state it can be in: its jobs (three) counted by state.
@@ -220,6 +295,28 @@ fn every_fixed_value_set_in_the_proto_is_what_the_code_sends() {
     let sides = set(wire_sides.iter().map(String::as_str));
     let endings = set(wire_endings.iter().map(String::as_str));
     let states = set(job_states().into_iter().map(JobState::name));
+    let search = |side, result, end, source: &str, stopped| {
+        rpc::search_response(&search_report(side, result, end, source, stopped))
+    };
+    let wire: Vec<[String; 5]> = outcomes()
+        .into_iter()
+        .flat_map(|o| line_ends().into_iter().map(move |e| (o, e)))
+        .zip(sources().into_iter().cycle())
+        .zip(stop_reasons().into_iter().cycle())
+        .zip([Side::Red, Side::Black].into_iter().cycle())
+        .map(|((((o, e), source), stopped), side)| {
+            let r = search(side, o, Some(e), &source, Some(stopped));
+            [r.result, r.end, r.source, r.stopped, r.side_to_move]
+        })
+        .collect();
+    let column = |i: usize| set(wire.iter().map(|w| w[i].as_str()));
+    let (search_results, search_ends, search_sources, search_stops, search_sides) =
+        (column(0), column(1), column(2), column(3), column(4));
+    // Every value of each column is produced above (the pairing of the lists cycles).
+    assert_eq!(search_results.len(), outcomes().len());
+    assert_eq!(search_ends, endings);
+    assert_eq!(search_sources.len(), 2);
+    assert_eq!(search_stops.len(), stop_reasons().len());
     let table_states = set(table_states());
 
     let expected: Vec<(&str, &str, &BTreeSet<String>)> = vec![
@@ -228,6 +325,13 @@ fn every_fixed_value_set_in_the_proto_is_what_the_code_sends() {
         ("ProbeRequest", "rules", &rule_sets),
         ("ProbeBatchRequest", "rules", &rule_sets),
         ("MainlineRequest", "rules", &rule_sets),
+        ("SearchRequest", "rules", &rule_sets),
+        ("SearchResponse", "rules", &rule_sets),
+        ("SearchResponse", "side_to_move", &search_sides),
+        ("SearchResponse", "result", &search_results),
+        ("SearchResponse", "end", &search_ends),
+        ("SearchResponse", "source", &search_sources),
+        ("SearchResponse", "stopped", &search_stops),
         ("DownloadShardRequest", "rules", &rule_sets),
         ("SubmitRequest", "rules", &rule_sets),
         ("SubmitResponse", "rules", &rule_sets),

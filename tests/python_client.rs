@@ -1,9 +1,9 @@
 //! A client we did not write: `tests/python/xqtb_client.py`, with Python stubs generated from
 //! `proto/xqtb.proto` by grpcio-tools, against a coordinator serving a small store (KRvKN and
 //! what it depends on). It probes positions with known answers, runs a batch probe against
-//! `xqtb probe --batch`, follows a main line, streams a shard download and checks its CRC-32
-//! against the checksums the server reports, and lists the services through server reflection
-//! (v1alpha, as grpcio-reflection speaks).
+//! `xqtb probe --batch`, follows a main line, runs a mate search, streams a shard download and
+//! checks its CRC-32 against the checksums the server reports, and lists the services through
+//! server reflection (v1alpha, as grpcio-reflection speaks).
 //!
 //! grpcio, grpcio-tools and grpcio-reflection come from PyPI: `.ci/run` installs them for
 //! `python3`; elsewhere the test installs them into a virtual environment under the target

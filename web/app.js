@@ -22,6 +22,7 @@
     timer: null,
     notation: localStorage.getItem("xqtb-notation") || "chinese",
     seq: 0,               // request generation for the current position
+    solve: null,          // {entry, report, error}: the last search, of the position line entry `entry`
   };
 
   const board = new XQBoard($("board"), onSquare);
@@ -33,9 +34,12 @@
     constructor(status, message) { super(message); this.status = status; }
   }
 
+  // GET /api/v1/{kind} of a position. Answers are cached, except searches': a search that ran
+  // out of time may succeed when asked again.
   async function api(kind, fen, rules) {
     const key = `${kind}|${rules}|${XQ.fenKey(fen)}`;
-    if (cache.has(key)) return cache.get(key);
+    const cached = kind !== "search";
+    if (cached && cache.has(key)) return cache.get(key);
     let url = `/api/v1/${kind}?fen=${encodeURIComponent(fen)}`;
     if (rules) url += `&rules=${encodeURIComponent(rules)}`;
     const p = (async () => {
@@ -53,6 +57,7 @@
       if (!body) throw new ApiError(res.status, "The server sent an answer that is not JSON.");
       return body;
     })();
+    if (!cached) return p;
     cache.set(key, p);
     // keep definite answers (values, 400, 404); forget transient failures so that Retry asks again
     p.catch((e) => { if (![400, 404].includes(e.status)) cache.delete(key); });
@@ -250,6 +255,8 @@
     }, (e) => {
       if (seq !== S.seq) return;
       S.error = errorInfo(e);
+      S.error.status = e.status;
+      noteSearchValue(cur);
       app.dataset.state = "error";
       render();
     });
@@ -277,6 +284,31 @@
     go(S.idx + 1, true);
   }
 
+  // Puts `moves` (a main line or a search's line from line[at]) in the future of line[at],
+  // replacing what was there; the line ends after them with `end` (and `cycle`, the offence played
+  // on). known(m, i) is the value of the position after the i-th move, for the side to move there.
+  function setFuture(at, moves, end, cycle, known) {
+    const cur = S.line[at];
+    let pos = cur.pos;
+    const extra = [];
+    moves.forEach((m, i) => {
+      pos = XQ.applyMove(pos, m.iccs);
+      const fen = XQ.toFen(pos);
+      if (m.fen && XQ.fenKey(m.fen) !== XQ.fenKey(fen)) console.warn("line FEN differs", m.fen, fen);
+      extra.push({ fen, pos, move: { iccs: m.iccs, chinese: m.chinese, wxf: m.wxf }, known: known(m, i) });
+    });
+    S.line.length = at + 1;
+    S.line.push(...extra);
+    S.lineEnd = {
+      index: at + extra.length,
+      end: end || null,
+      cycle: (cycle || []).map((m) => ({ iccs: m.iccs, chinese: m.chinese, wxf: m.wxf })),
+    };
+    saveHistory(false);
+    renderLine();
+    renderButtons();
+  }
+
   let mainlineBusy = null;
   // Asks for the main line from line[idx] and puts it in the future (replacing what was there).
   async function loadMainline() {
@@ -287,24 +319,7 @@
     app.dataset.mainline = "loading";
     mainlineBusy = api("mainline", cur.fen, S.rules).then((ml) => {
       if (S.line[at] !== cur) return false; // the user went elsewhere meanwhile
-      let pos = cur.pos;
-      const extra = [];
-      for (const m of ml.moves || []) {
-        pos = XQ.applyMove(pos, m.iccs);
-        const fen = XQ.toFen(pos);
-        if (m.fen && XQ.fenKey(m.fen) !== XQ.fenKey(fen)) console.warn("main line FEN differs", m.fen, fen);
-        extra.push({ fen, pos, move: { iccs: m.iccs, chinese: m.chinese, wxf: m.wxf }, known: valueOf(m) });
-      }
-      S.line.length = at + 1;
-      S.line.push(...extra);
-      S.lineEnd = {
-        index: at + extra.length,
-        end: ml.end || null,
-        cycle: (ml.cycle || []).map((m) => ({ iccs: m.iccs, chinese: m.chinese, wxf: m.wxf })),
-      };
-      saveHistory(false);
-      renderLine();
-      renderButtons();
+      setFuture(at, ml.moves || [], ml.end, ml.cycle, (m) => valueOf(m));
       return true;
     }, (e) => {
       if (S.line[at] === cur) {
@@ -359,6 +374,105 @@
     renderButtons();
   }
 
+  // ---------------------------------------------------------------- search
+  let solveBusy = false;
+  // Searches line[idx] for a forced win (GET /api/v1/search, within the server's limits), shows
+  // the answer and puts its line in the future, to step through like a main line.
+  async function solve() {
+    if (solveBusy) return;
+    stop();
+    const cur = S.line[S.idx];
+    solveBusy = true;
+    app.dataset.search = "loading";
+    S.solve = { entry: cur, report: null, error: null };
+    renderSolve();
+    let report = null;
+    let error = null;
+    try {
+      report = await api("search", cur.fen, S.rules);
+    } catch (e) {
+      error = errorInfo(e);
+    }
+    solveBusy = false;
+    delete app.dataset.search;
+    const at = S.line.indexOf(cur);
+    if (at < 0) { S.solve = null; renderSolve(); return; } // the position left the line meanwhile
+    S.solve = { entry: cur, report, error };
+    if (report && ["win", "loss", "draw"].includes(report.result)) {
+      const byMate = ["mate", "stalemate"].includes(report.end);
+      const d = byMate ? report.dtm_plies : null;
+      const value = (category, dtm) => ({ category, dtm_plies: dtm, rule: null, rule_plies: null, from: "search" });
+      cur.known = cur.known || value(report.result, d);
+      if ((report.line || []).length) {
+        // after the i-th move the other side is to move when i is even (from 0)
+        setFuture(at, report.line, report.end, [], (m, i) =>
+          value(i % 2 === 0 ? invert(report.result) : report.result, d == null ? null : d - i - 1));
+      }
+    }
+    if (S.line[S.idx] === cur && !S.data) noteSearchValue(cur);
+    render();
+  }
+
+  // A position beyond the tables whose value a search found: say so beside the probe's 404.
+  function noteSearchValue(cur) {
+    const e = S.error;
+    if (e && e.status === 404 && !e.noted && cur.known && cur.known.from === "search") {
+      e.text += " The value shown is the search's.";
+      e.noted = true;
+    }
+  }
+
+  function solveText(r, side) {
+    if (r.result === "unknown") {
+      const why = r.stopped ? ` (stopped by the ${r.stopped} limit)` : "";
+      return `Unknown: no forced win for either side in ${plies(r.searched_plies)} or fewer${why}`;
+    }
+    const rule = ["perpetual-check", "perpetual-chase"].includes(r.end) ? r.end : null;
+    return describe({ category: r.result, dtm_plies: rule ? null : r.dtm_plies, rule, rule_plies: null },
+      side, { noMoves: r.dtm_plies === 0, inCheck: r.end === "mate" });
+  }
+
+  function renderSolve() {
+    const btn = $("solve");
+    btn.disabled = solveBusy;
+    btn.setAttribute("aria-busy", solveBusy ? "true" : "false");
+    btn.textContent = solveBusy ? "Solving…" : "Solve";
+    const box = $("solve-result");
+    const stats = $("solve-stats");
+    // the answer stays shown while its position is on the line (stepping through its moves)
+    const sv = S.solve && S.line.includes(S.solve.entry) ? S.solve : null;
+    box.className = "solve-result";
+    delete box.dataset.result;
+    delete box.dataset.source;
+    stats.textContent = "";
+    if (!sv) {
+      box.textContent = "Search for a forced mate from this position, beyond the tables too.";
+      box.classList.add("hint");
+      return;
+    }
+    if (!sv.report && !sv.error) {
+      box.textContent = "Searching…";
+      box.classList.add("hint");
+      return;
+    }
+    if (sv.error) {
+      box.textContent = `${sv.error.title} ${sv.error.text}`;
+      box.classList.add("failed");
+      return;
+    }
+    const r = sv.report;
+    box.dataset.result = r.result;
+    box.dataset.source = r.source;
+    box.classList.add(r.result);
+    const best = (r.line || [])[0];
+    box.textContent = solveText(r, sv.entry.pos.side) + (best ? ` · best move ${moveText(best)}` : "");
+    const secs = (r.time_ms / 1000).toFixed(2);
+    const n = (x) => x.toLocaleString("en-US");
+    stats.textContent = r.source === "tables"
+      ? `From the tables: the material is stored · ${secs} s`
+      : `From the search: ${n(r.nodes)} positions, ${n(r.table_hits)} read from tables · ${secs} s`;
+  }
+
   // ---------------------------------------------------------------- board input
   function legalMoves() { return (S.data && S.data.moves) || []; }
 
@@ -384,6 +498,7 @@
     renderMoves();
     renderLine();
     renderButtons();
+    renderSolve();
   }
 
   function renderBoard() {
@@ -679,6 +794,7 @@
   $("nav-forward").addEventListener("click", () => { stop(); forward(); });
   $("nav-end").addEventListener("click", () => toEnd());
   $("nav-play").addEventListener("click", () => toggle());
+  $("solve").addEventListener("click", () => solve());
   $("flip").addEventListener("click", () => {
     S.flipped = !S.flipped;
     board.setFlipped(S.flipped);
@@ -700,6 +816,7 @@
     S.notation = $("notation").value;
     localStorage.setItem("xqtb-notation", S.notation);
     renderLine();
+    renderSolve();
   });
   $("copy-link").addEventListener("click", async () => {
     const url = location.href;
@@ -716,6 +833,7 @@
     if (k === "ArrowLeft") { stop(); go(S.idx - 1, false); } else if (k === "ArrowRight") { stop(); forward(); } else if (k === "Home" || k === "ArrowUp") { stop(); go(0, false); } else if (k === "End" || k === "ArrowDown") toEnd();
     else if (k === " " && !(t.closest && t.closest("button, a"))) toggle();
     else if (k === "f") $("flip").click();
+    else if (k === "s") solve();
     else if (k === "Escape") { S.selected = null; renderBoard(); } else return;
     ev.preventDefault();
   });

@@ -11,6 +11,7 @@ use crate::error::AppError;
 use crate::jobs::Jobs;
 use crate::limits::Limits;
 use crate::scheduler::{JobState, SchedulerConfig};
+use crate::searches::Searches;
 use crate::telemetry::describe_check_metrics;
 use crate::workers::Workers;
 use probe::Tablebase;
@@ -38,6 +39,8 @@ pub struct App {
     pub(crate) entries_at_start: u64,
     /// When freed memory was last returned to the operating system.
     pub(crate) last_trim: Mutex<Instant>,
+    /// The mate searches running, at most [`MAX_SEARCHES`](crate::MAX_SEARCHES) at once.
+    pub(crate) searches: Searches,
     access: Access,
     default_rules: RuleSet,
     limits: Limits,
@@ -69,6 +72,7 @@ impl App {
             started: Instant::now(),
             entries_at_start,
             last_trim: Mutex::new(Instant::now()),
+            searches: Searches::new(),
             access,
             default_rules,
             limits: Limits::default(),

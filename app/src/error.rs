@@ -30,4 +30,12 @@ pub enum AppError {
     /// Persisting the job records failed.
     #[error("cannot save job state: {0}")]
     Persist(String),
+    /// The server runs as much of this kind of work as it allows at once (searches); the
+    /// request was not queued and may be sent again shortly.
+    #[error("{0}")]
+    Busy(String),
+    /// A search found a proof that did not survive its check: nothing is claimed. A fault of
+    /// the server (or its tables), not of the request.
+    #[error("{0}")]
+    SearchFailed(String),
 }

@@ -10,24 +10,28 @@
 //!   time passed in, records to persist handed back); [`simulate`]: a run of a plan with that
 //!   scheduler and estimated job times (`xqtb plan --workers`);
 //! - `error.rs` ([`AppError`]), `access.rs` ([`Access`], the token), `limits.rs` ([`Limits`],
-//!   the longest upload a table's shard can be, the largest probe batch), `telemetry.rs` (the
-//!   metrics' descriptions), `memory.rs` (handing freed memory back);
+//!   the longest upload a table's shard can be, the largest probe batch, the caps of a search),
+//!   `telemetry.rs` (the metrics' descriptions), `memory.rs` (handing freed memory back);
+//! - `searches.rs`: mate searches as a server runs them ([`Searches`]: the caps of a request,
+//!   at most [`MAX_SEARCHES`] at once), for the coordinator and `xqtb serve` alike;
 //! - `jobs.rs`: the scheduler behind its lock, with its records persisted in the store;
 //!   `workers.rs`: the worker registry and quarantine;
 //! - `app.rs`: the [`App`] type, its state and how it is opened on a store;
 //! - the operations, each an `impl App` block in the module of its concern: `leases.rs`
 //!   (planning, registering, leasing, heartbeats, failures, expiry), `uploads.rs` (the checks of
 //!   an upload and its commit), `catalog.rs` (listing committed tables, their shard files),
-//!   `queries.rs` (probes and main lines), `status.rs` (the status report and the gauges).
+//!   `queries.rs` (probes, main lines and searches), `status.rs` (the status report and the
+//!   gauges).
 //!
 //! [`App`] stays one type: every front end holds one `Arc<App>` and calls its operations, which
 //! share one lock order (the scheduler's, then the registry's) and persist job records the same
 //! way. What has invariants of its own is a type of its own beneath it (the job records and the
 //! scheduler, the worker registry), so that the operations read as the steps they take.
 //!
-//! Depends on the table model, the storage and probing libraries, and on the solver only for its
-//! one-ply check of a sample of every upload ([`solver::sample`]): workers solve, the coordinator
-//! checks and stores. Never on gRPC, the protocol crate, an HTTP stack or an async runtime.
+//! Depends on the table model, the storage, probing and search libraries, and on the solver only
+//! for its one-ply check of a sample of every upload ([`solver::sample`]): workers solve, the
+//! coordinator checks and stores. Never on gRPC, the protocol crate, an HTTP stack or an async
+//! runtime.
 
 #![warn(missing_docs)]
 
@@ -41,6 +45,7 @@ mod limits;
 mod memory;
 mod queries;
 pub mod scheduler;
+mod searches;
 pub mod simulate;
 mod status;
 mod telemetry;
@@ -52,7 +57,12 @@ pub use app::App;
 pub use catalog::{ShardFile, ShardSummary};
 pub use error::AppError;
 pub use leases::LeaseOutcome;
-pub use limits::{Limits, MAX_PROBE_BATCH, MAX_UPLOAD_BYTES, check_batch_len, max_shard_bytes};
+pub use limits::{
+    DEFAULT_SEARCH_HASH_MIB, DEFAULT_SEARCH_PLIES, DEFAULT_SEARCH_THREADS, Limits, MAX_PROBE_BATCH,
+    MAX_SEARCH_HASH_MIB, MAX_SEARCH_NODES, MAX_SEARCH_PLIES, MAX_SEARCH_THREADS, MAX_SEARCH_TIME,
+    MAX_SEARCHES, MAX_UPLOAD_BYTES, check_batch_len, max_shard_bytes,
+};
+pub use searches::{AppliedLimits, CancelOnDrop, SearchAnswer, SearchLimits, Searches};
 pub use status::{JobReport, StatusReport, TableReport, human_bytes};
 pub use telemetry::register_metrics;
 pub use workers::{Registration, WorkerReport};

@@ -47,6 +47,42 @@ pub fn check_batch_len(n: usize) -> Result<(), AppError> {
     Ok(())
 }
 
+/// Longest time a search may run, and how long it runs when the request names no time: a
+/// proof that takes longer is not what an interactive request is for (`xqtb search` runs without
+/// these caps). It fits within the gRPC request timeout, and the HTTP server allows a search
+/// this long beyond its own request timeout.
+pub const MAX_SEARCH_TIME: Duration = Duration::from_secs(10);
+
+/// Most positions one search may expand: bounds the work of a request on a machine fast enough
+/// to expand more than that within [`MAX_SEARCH_TIME`].
+pub const MAX_SEARCH_NODES: u64 = 20_000_000;
+
+/// Most threads one search may run: two searches of two threads each keep at most four cores
+/// busy, and leave the server's other work (probes, uploads) room on a larger machine.
+pub const MAX_SEARCH_THREADS: usize = 2;
+
+/// Threads a search runs when the request names none.
+pub const DEFAULT_SEARCH_THREADS: usize = 1;
+
+/// Largest transposition table of one search, in MiB: with [`MAX_SEARCHES`] at once, what
+/// searches may hold stays a small part of a server's memory.
+pub const MAX_SEARCH_HASH_MIB: u64 = 256;
+
+/// The transposition table of a search whose request names none, in MiB.
+pub const DEFAULT_SEARCH_HASH_MIB: u64 = 64;
+
+/// Longest win a search may look for, in plies: a search runs out of [`MAX_SEARCH_TIME`] long
+/// before it could prove anything deeper, except where the tables' distances carry it.
+pub const MAX_SEARCH_PLIES: u16 = 63;
+
+/// The longest win looked for when the request names none, in plies (as `xqtb search`).
+pub const DEFAULT_SEARCH_PLIES: u16 = 41;
+
+/// Searches one server runs at once. A search keeps its threads busy for up to
+/// [`MAX_SEARCH_TIME`]; a request beyond these is refused at once as busy, to be tried again,
+/// rather than queued behind them (a queue would only make every waiting request slower).
+pub const MAX_SEARCHES: usize = 2;
+
 /// What keeps one client from holding the server, and how much of every upload is checked
 /// again before it is committed.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,10 +1,13 @@
 //! Queries: a position's value and every move's value, batches of them, and main lines, through
-//! the probing library over the committed tables (the reports every interface shows).
+//! the probing library over the committed tables (the reports every interface shows); and mate
+//! searches from positions beyond them, whose leaves are those tables.
 
 use crate::app::App;
 use crate::error::AppError;
 use crate::limits::check_batch_len;
+use crate::searches::{SearchAnswer, SearchLimits};
 use probe::{MainlineReport, ProbeReport};
+use search::Control;
 use std::time::Instant;
 use xqtb_core::RuleSet;
 
@@ -34,5 +37,21 @@ impl App {
         Ok(MainlineReport::from(
             &self.tablebase.mainline_fen(rules, fen)?,
         ))
+    }
+
+    /// Searches the position of `fen` under `rules` for a forced win, reading the committed
+    /// tables as leaves, within `requested` capped by the server's limits
+    /// ([`SearchLimits::capped`]); [`AppError::Busy`] when
+    /// [`MAX_SEARCHES`](crate::MAX_SEARCHES) are running. Blocks for up to the search's time
+    /// limit; `control` stops it early.
+    pub fn search(
+        &self,
+        rules: RuleSet,
+        fen: &str,
+        requested: &SearchLimits,
+        control: &Control,
+    ) -> Result<SearchAnswer, AppError> {
+        self.searches
+            .run(Some(&self.tablebase), rules, fen, requested, control)
     }
 }

@@ -58,6 +58,16 @@ pub fn register_metrics() {
     describe_gauge!("xqtb_workers", "Registered workers");
     describe_counter!("xqtb_probes_total", "Probes served");
     describe_histogram!("xqtb_probe_seconds", Unit::Seconds, "Probe latency");
+    describe_counter!(
+        "xqtb_searches_total",
+        "Mate searches by result: win, loss, draw or unknown for the side to move, failed (an \
+         error), or busy (refused: as many searches as the server runs at once were running)"
+    );
+    describe_histogram!(
+        "xqtb_search_seconds",
+        Unit::Seconds,
+        "Time a mate search took, its proof's check and main line included"
+    );
     describe_counter!("xqtb_block_cache_hits_total", "Block cache hits");
     describe_counter!(
         "xqtb_block_cache_misses_total",
@@ -86,5 +96,8 @@ pub fn register_metrics() {
     }
     for result in ["accepted", "refused"] {
         metrics::counter!("xqtb_uploads_total", "result" => result).increment(0);
+    }
+    for result in ["win", "loss", "draw", "unknown", "failed", "busy"] {
+        metrics::counter!("xqtb_searches_total", "result" => result).increment(0);
     }
 }

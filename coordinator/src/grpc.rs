@@ -10,7 +10,10 @@
 //! [`Limits::stream_idle_timeout`](app::Limits::stream_idle_timeout) (an upload's job is then
 //! handed back, a download's shard released).
 
-use app::{App, AppError, JobReport, StatusReport, TableReport, WorkerReport};
+use app::{
+    App, AppError, AppliedLimits, CancelOnDrop, JobReport, SearchAnswer, SearchLimits,
+    StatusReport, TableReport, WorkerReport,
+};
 use proto::v1::jobs_server::Jobs;
 use proto::v1::tablebase_server::Tablebase;
 use proto::v1::*;
@@ -42,7 +45,10 @@ pub fn status_of(e: AppError) -> Status {
             "table {} is not in the store (rule set {})",
             table.signature, table.rules
         )),
-        AppError::Store(_) | AppError::Persist(_) => Status::internal(e.to_string()),
+        AppError::Busy(_) => Status::resource_exhausted(e.to_string()),
+        AppError::Store(_) | AppError::Persist(_) | AppError::SearchFailed(_) => {
+            Status::internal(e.to_string())
+        }
     }
 }
 
@@ -375,6 +381,35 @@ fn worker_status(w: &WorkerReport) -> WorkerStatus {
     }
 }
 
+/// What a search request asks to spend (the server caps it).
+fn search_limits(r: &SearchRequest) -> SearchLimits {
+    SearchLimits {
+        max_plies: r.max_plies,
+        nodes: r.nodes,
+        time: r.time_ms.map(Duration::from_millis),
+        threads: r.threads,
+        hash_mib: r.hash_mib,
+    }
+}
+
+fn applied_limits(l: &AppliedLimits) -> proto::v1::SearchLimits {
+    proto::v1::SearchLimits {
+        max_plies: l.max_plies.into(),
+        nodes: l.nodes,
+        time_ms: l.time_ms,
+        threads: l.threads as u64,
+        hash_mib: l.hash_mib,
+    }
+}
+
+/// The message form of a search's answer.
+pub fn search_response(a: &SearchAnswer) -> SearchResponse {
+    SearchResponse {
+        limits: Some(applied_limits(&a.limits)),
+        ..rpc::search_response(&a.report)
+    }
+}
+
 /// The message form of a status report.
 pub fn status_response(s: &StatusReport) -> StatusResponse {
     StatusResponse {
@@ -444,6 +479,26 @@ impl Tablebase for TablebaseService {
             let rules = rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(malformed)?;
             let line = blocking(&self.0, move |a| a.mainline(rules, &r.fen)).await?;
             Ok(Response::new(rpc::mainline_response(&line)))
+        })
+        .await
+    }
+
+    /// Runs on the blocking pool for up to the search's time limit (within the request
+    /// timeout); a client that goes away, or a call past the timeout, cancels the search.
+    async fn search(
+        &self,
+        req: Request<SearchRequest>,
+    ) -> Result<Response<SearchResponse>, Status> {
+        within(&self.0, async move {
+            authorize(&self.0, &req, false)?;
+            let r = req.into_inner();
+            let rules = rpc::parse_rules(&r.rules, self.0.default_rules()).map_err(malformed)?;
+            let limits = search_limits(&r);
+            let cancel = CancelOnDrop(Arc::new(search::Control::new()));
+            let control = Arc::clone(&cancel.0);
+            let answer =
+                blocking(&self.0, move |a| a.search(rules, &r.fen, &limits, &control)).await?;
+            Ok(Response::new(search_response(&answer)))
         })
         .await
     }

@@ -3,12 +3,14 @@
 //! A [`Backend`] is blocking: the server calls it on tokio's blocking pool. Two exist: a local
 //! directory of tables or shard files ([`LocalBackend`], for `xqtb serve`) and a running
 //! coordinator's application layer ([`CoordinatorBackend`], for `xqtb coordinator
-//! --http-listen`), which probes through the same [`App`] methods as gRPC.
+//! --http-listen`), which probes and searches through the same [`App`] methods as gRPC. Both
+//! run their searches through an [`app::Searches`], with the same caps.
 
 use app::scheduler::JobState;
-use app::{Access, App, AppError};
+use app::{Access, App, AppError, SearchAnswer, SearchLimits, Searches};
 use axum::http::StatusCode;
 use probe::{MainlineReport, ProbeReport, Tablebase};
+use search::Control;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +45,11 @@ impl ApiError {
     /// 404: the table is not generated, or there is no such endpoint.
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    /// 503: the server runs as much of this work as it allows at once; try again shortly.
+    pub fn busy(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
     }
 
     /// 500: the server failed (damaged storage).
@@ -92,6 +99,7 @@ impl From<AppError> for ApiError {
         match e {
             AppError::Unauthenticated(m) => ApiError::new(StatusCode::UNAUTHORIZED, m),
             AppError::BadRequest(m) => ApiError::bad_request(m),
+            AppError::Busy(m) => ApiError::busy(m),
             AppError::Probe(p) => p.into(),
             AppError::Store(s) => s.into(),
             e => ApiError::internal(e.to_string()),
@@ -192,6 +200,16 @@ pub trait Backend: Send + Sync + 'static {
     }
     /// The main line from a position.
     fn mainline(&self, rules: RuleSet, fen: &str) -> Result<MainlineReport, ApiError>;
+    /// A mate search from a position, within `limits` capped by the server's (see
+    /// [`app::Searches::run`]); `control` stops it early. 503 when the server runs as many
+    /// searches as it allows.
+    fn search(
+        &self,
+        rules: RuleSet,
+        fen: &str,
+        limits: &SearchLimits,
+        control: &Control,
+    ) -> Result<SearchAnswer, ApiError>;
     /// Every stored table.
     fn tables(&self) -> Result<Vec<TableSummary>, ApiError>;
     /// The server's state, as `/api/v1/status` shows it; `uptime` is the HTTP server's.
@@ -211,6 +229,7 @@ pub struct LocalBackend {
     tablebase: Tablebase,
     access: Access,
     default_rules: RuleSet,
+    searches: Searches,
 }
 
 impl LocalBackend {
@@ -220,6 +239,7 @@ impl LocalBackend {
             tablebase,
             access,
             default_rules,
+            searches: Searches::new(),
         }
     }
 }
@@ -263,6 +283,18 @@ impl Backend for LocalBackend {
         ))
     }
 
+    fn search(
+        &self,
+        rules: RuleSet,
+        fen: &str,
+        limits: &SearchLimits,
+        control: &Control,
+    ) -> Result<SearchAnswer, ApiError> {
+        Ok(self
+            .searches
+            .run(Some(&self.tablebase), rules, fen, limits, control)?)
+    }
+
     fn tables(&self) -> Result<Vec<TableSummary>, ApiError> {
         summaries(&**self.tablebase.store())
     }
@@ -290,9 +322,9 @@ impl Backend for LocalBackend {
     }
 }
 
-/// A running coordinator's application layer, for `xqtb coordinator --http-listen`: probes go
-/// through [`App::probe`] and [`App::mainline`] (the calls gRPC makes), the status is
-/// [`App::status`].
+/// A running coordinator's application layer, for `xqtb coordinator --http-listen`: probes and
+/// searches go through [`App::probe`], [`App::mainline`] and [`App::search`] (the calls gRPC
+/// makes), the status is [`App::status`].
 pub struct CoordinatorBackend(pub Arc<App>);
 
 /// `/api/v1/status` of a coordinator.
@@ -393,6 +425,16 @@ impl Backend for CoordinatorBackend {
 
     fn mainline(&self, rules: RuleSet, fen: &str) -> Result<MainlineReport, ApiError> {
         Ok(self.0.mainline(rules, fen)?)
+    }
+
+    fn search(
+        &self,
+        rules: RuleSet,
+        fen: &str,
+        limits: &SearchLimits,
+        control: &Control,
+    ) -> Result<SearchAnswer, ApiError> {
+        Ok(self.0.search(rules, fen, limits, control)?)
     }
 
     fn tables(&self) -> Result<Vec<TableSummary>, ApiError> {

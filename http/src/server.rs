@@ -1,16 +1,17 @@
 //! The axum router and server. Every request passes one guard that answers CORS
 //! preflights, refuses other methods than GET and HEAD (POST for the probe batch), bounds the
 //! URI's length, and for the API checks the read token, applies the concurrency limit (503 with
-//! `Retry-After` beyond it) and the request timeout, which covers reading the request's body.
-//! Probes run on the blocking pool, at most [`HttpConfig::probe_threads`] at a time; the rest
-//! wait their turn within the timeout. A connection whose client takes longer than the timeout
-//! to send a request's headers, or stays idle longer, is closed, so a slow or stalled client
-//! holds at most a socket, never a thread.
+//! `Retry-After` beyond it) and the request timeout, which covers reading the request's body
+//! (a search may take [`app::MAX_SEARCH_TIME`] longer). Probes and searches run on the blocking
+//! pool, at most [`HttpConfig::probe_threads`] at a time; the rest wait their turn within the
+//! timeout. A search whose request times out or whose client goes away is cancelled. A
+//! connection whose client takes longer than the timeout to send a request's headers, or stays
+//! idle longer, is closed, so a slow or stalled client holds at most a socket, never a thread.
 
 use crate::assets::ASSETS;
 use crate::backend::{ApiError, Backend};
 use anyhow::{Context, Result};
-use app::MAX_PROBE_BATCH;
+use app::{CancelOnDrop, MAX_PROBE_BATCH, MAX_SEARCH_TIME, SearchLimits};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
@@ -32,6 +33,10 @@ use xqtb_core::RuleSet;
 /// The path of the probe batch, the one endpoint that takes a body (`POST`, JSON).
 pub const BATCH_PATH: &str = "/api/v1/probe-batch";
 
+/// The path of the mate search, the one endpoint whose requests may run longer than the
+/// request timeout: by up to [`MAX_SEARCH_TIME`], the longest a search runs.
+pub const SEARCH_PATH: &str = "/api/v1/search";
+
 /// Longest body of a probe batch: [`MAX_PROBE_BATCH`] FENs of a generous 256 bytes each (a FEN
 /// is under 100 bytes).
 pub const MAX_BATCH_BODY_BYTES: usize = MAX_PROBE_BATCH * 256;
@@ -47,8 +52,9 @@ pub struct HttpConfig {
     /// Probes computed at once on the blocking pool (default: twice the cores, at least 4).
     pub probe_threads: usize,
     /// Longest time an API request may take, waiting and reading its body included; then 503
-    /// (default 10 s). Also the longest a client may take to send a request's headers, or leave
-    /// its connection idle, before the connection is closed.
+    /// (default 10 s); a search may take [`MAX_SEARCH_TIME`] longer. Also the longest a client
+    /// may take to send a request's headers, or leave its connection idle, before the
+    /// connection is closed.
     pub timeout: Duration,
     /// Longest request URI (path and query) in bytes; longer gets 414 (default 4096).
     pub max_uri_bytes: usize,
@@ -81,12 +87,18 @@ impl IntoResponse for ApiError {
         struct Body<'a> {
             error: &'a str,
         }
-        json(
+        let mut r = json(
             self.status,
             &Body {
                 error: &self.message,
             },
-        )
+        );
+        // Every 503 is worth trying again: the server was busy or slow, not the request wrong.
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        r
     }
 }
 
@@ -123,6 +135,7 @@ pub fn router(backend: Arc<dyn Backend>, config: &HttpConfig) -> Router {
         .route("/api/v1/probe", get(probe))
         .route(BATCH_PATH, post(probe_batch))
         .route("/api/v1/mainline", get(mainline))
+        .route(SEARCH_PATH, get(search))
         .route("/api/v1/tables", get(tables))
         .route("/api/v1/status", get(status));
     for asset in ASSETS {
@@ -154,13 +167,18 @@ async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respon
         Verdict::Refused(r) => r,
         Verdict::Open => next.run(req).await,
         Verdict::Api(permit) => {
-            let r = match tokio::time::timeout(s.config.timeout, next.run(req)).await {
+            let timeout = if req.uri().path() == SEARCH_PATH {
+                s.config.timeout + MAX_SEARCH_TIME
+            } else {
+                s.config.timeout
+            };
+            let r = match tokio::time::timeout(timeout, next.run(req)).await {
                 Ok(r) => r,
                 Err(_) => ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     format!(
                         "the request took longer than {} s; try again later",
-                        s.config.timeout.as_secs_f64()
+                        timeout.as_secs_f64()
                     ),
                 )
                 .into_response(),
@@ -285,26 +303,43 @@ fn decode(s: &str) -> Result<String, ApiError> {
         .map_err(|_| ApiError::bad_request("a query parameter is not UTF-8 once percent-decoded"))
 }
 
+/// The decoded values of the parameters `names` of a query, in their order; other parameters
+/// are ignored, and one of `names` given twice is refused.
+fn params<const N: usize>(
+    query: Option<&str>,
+    names: [&str; N],
+) -> Result<[Option<String>; N], ApiError> {
+    let mut values: [Option<String>; N] = std::array::from_fn(|_| None);
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let k = decode(k)?;
+        let Some(i) = names.iter().position(|n| *n == k) else {
+            continue;
+        };
+        if values[i].is_some() {
+            return Err(ApiError::bad_request(format!(
+                "parameter '{k}' is given more than once"
+            )));
+        }
+        values[i] = Some(decode(v)?);
+    }
+    Ok(values)
+}
+
 impl PositionQuery {
     /// Parses `fen=...&rules=...` (other parameters are ignored; `_` in the FEN stands for a
     /// space, as in some sites' links; an empty or absent `rules` is the default rule set).
     fn parse(query: Option<&str>, default_rules: RuleSet) -> Result<PositionQuery, ApiError> {
-        let (mut fen, mut rules) = (None, None);
-        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let slot = match decode(k)?.as_str() {
-                "fen" => &mut fen,
-                "rules" => &mut rules,
-                _ => continue,
-            };
-            if slot.is_some() {
-                return Err(ApiError::bad_request(format!(
-                    "parameter '{}' is given more than once",
-                    decode(k)?
-                )));
-            }
-            *slot = Some(decode(v)?);
-        }
+        let [fen, rules] = params(query, ["fen", "rules"])?;
+        PositionQuery::of(fen, rules, default_rules)
+    }
+
+    /// The position and rule set of a query's `fen` and `rules` values.
+    fn of(
+        fen: Option<String>,
+        rules: Option<String>,
+        default_rules: RuleSet,
+    ) -> Result<PositionQuery, ApiError> {
         let fen = fen.ok_or_else(|| {
             ApiError::bad_request(
                 "missing parameter 'fen' (a position in FEN, e.g. fen=4k4/9/9/9/9/9/9/9/4R4/3K5%20w)",
@@ -316,6 +351,66 @@ impl PositionQuery {
         }
         let rules = parse_rules(rules.as_deref(), default_rules)?;
         Ok(PositionQuery { fen, rules })
+    }
+}
+
+/// The parameters of a search request: the position and what the search may spend.
+struct SearchQuery {
+    position: PositionQuery,
+    limits: SearchLimits,
+}
+
+impl SearchQuery {
+    /// Parses `fen=...&rules=...&max_plies=...&nodes=...&time_ms=...&threads=...&hash_mib=...`
+    /// (the position as [`PositionQuery::parse`] reads it; every limit optional, a whole
+    /// number, capped by the server later).
+    fn parse(query: Option<&str>, default_rules: RuleSet) -> Result<SearchQuery, ApiError> {
+        let [fen, rules, max_plies, nodes, time_ms, threads, hash_mib] = params(
+            query,
+            [
+                "fen",
+                "rules",
+                "max_plies",
+                "nodes",
+                "time_ms",
+                "threads",
+                "hash_mib",
+            ],
+        )?;
+        let position = PositionQuery::of(fen, rules, default_rules)?;
+        let limits = SearchLimits {
+            max_plies: number(
+                "max_plies",
+                max_plies,
+                "the longest win looked for, in plies",
+            )?,
+            nodes: number("nodes", nodes, "the most positions expanded")?,
+            time: number(
+                "time_ms",
+                time_ms,
+                "the longest time spent, in milliseconds",
+            )?
+            .map(Duration::from_millis),
+            threads: number("threads", threads, "threads searching at once")?,
+            hash_mib: number("hash_mib", hash_mib, "MiB of the transposition table")?,
+        };
+        Ok(SearchQuery { position, limits })
+    }
+}
+
+/// The value of the whole-number parameter `name` (`what` says what it counts), absent when
+/// absent or empty. A number too large for 64 bits stands for the largest: the server caps it
+/// anyway.
+fn number(name: &str, value: Option<String>, what: &str) -> Result<Option<u64>, ApiError> {
+    let Some(v) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    match v.parse::<u64>() {
+        Ok(n) => Ok(Some(n)),
+        Err(_) if v.bytes().all(|b| b.is_ascii_digit()) => Ok(Some(u64::MAX)),
+        Err(_) => Err(ApiError::bad_request(format!(
+            "parameter '{name}' must be a whole number ({what}), e.g. {name}=10; got '{v}'"
+        ))),
     }
 }
 
@@ -456,6 +551,22 @@ async fn mainline(State(s): State<Arc<Shared>>, uri: Uri) -> Response {
     }
 }
 
+/// Runs the search on the blocking pool; the search is cancelled when this future is dropped
+/// (the client went away, or the guard's timeout ran out) before it answers.
+async fn search(State(s): State<Arc<Shared>>, uri: Uri) -> Response {
+    let q = match SearchQuery::parse(uri.query(), s.backend.default_rules()) {
+        Ok(q) => q,
+        Err(e) => return e.into_response(),
+    };
+    let cancel = CancelOnDrop(Arc::new(search::Control::new()));
+    let control = Arc::clone(&cancel.0);
+    let (position, limits) = (q.position, q.limits);
+    blocking(&s, move |b| {
+        b.search(position.rules, &position.fen, &limits, &control)
+    })
+    .await
+}
+
 async fn tables(State(s): State<Arc<Shared>>) -> Response {
     #[derive(Serialize)]
     struct Tables {
@@ -593,6 +704,49 @@ mod tests {
         assert!(e("fen=a&rules=chess").contains("unknown rule set 'chess'"));
         assert!(e("fen=a&fen=b").contains("more than once"));
         assert!(e("fen=%FF").contains("UTF-8"));
+    }
+
+    #[test]
+    fn search_queries_parse_their_limits_and_name_their_faults() {
+        let q = SearchQuery::parse(
+            Some("fen=4k4%2F9_w&nodes=1000000000000&time_ms=250&threads=100&x=1"),
+            RuleSet::Asian,
+        )
+        .unwrap();
+        assert_eq!(q.position.fen, "4k4/9 w");
+        assert_eq!(
+            q.limits,
+            SearchLimits {
+                max_plies: None,
+                nodes: Some(1_000_000_000_000),
+                time: Some(Duration::from_millis(250)),
+                threads: Some(100),
+                hash_mib: None,
+            }
+        );
+        let q = SearchQuery::parse(
+            Some("fen=a&max_plies=99999999999999999999999&hash_mib="),
+            RuleSet::Asian,
+        )
+        .unwrap();
+        assert_eq!(
+            (q.limits.max_plies, q.limits.hash_mib),
+            (Some(u64::MAX), None)
+        );
+        let e = |q| {
+            SearchQuery::parse(Some(q), RuleSet::Asian)
+                .err()
+                .unwrap()
+                .message
+        };
+        assert!(e("nodes=5").contains("missing parameter 'fen'"));
+        let m = e("fen=a&time_ms=1.5");
+        assert!(
+            m.contains("parameter 'time_ms' must be a whole number") && m.contains("'1.5'"),
+            "{m}"
+        );
+        assert!(e("fen=a&threads=-1").contains("'threads'"));
+        assert!(e("fen=a&nodes=1&nodes=2").contains("more than once"));
     }
 
     #[test]

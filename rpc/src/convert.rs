@@ -4,6 +4,7 @@
 
 use probe::{Category, LineEnd, MainlineReport, MoveReport, ProbeReport, RuleName, Side};
 use proto::v1 as pb;
+use search::{LineMoveReport, SearchReport};
 use thiserror::Error;
 use xqtb_core::{
     JobKey, RuleSet, Signature, SignatureError, SlotRange, TableId, TableIndex, UnknownRuleSet,
@@ -280,6 +281,98 @@ pub fn mainline_report(r: pb::MainlineResponse) -> Result<MainlineReport, Conver
     })
 }
 
+/// The text of an optional field; empty when absent.
+fn text(s: &Option<String>) -> String {
+    s.clone().unwrap_or_default()
+}
+
+/// An optional field from its text; absent when empty.
+fn non_empty(s: String) -> Option<String> {
+    (!s.is_empty()).then_some(s)
+}
+
+/// Refuses a value outside the names `field` may take.
+fn one_of(field: &'static str, value: &str, names: &[&str]) -> Result<(), ConvertError> {
+    if value.is_empty() || names.contains(&value) {
+        Ok(())
+    } else {
+        Err(ConvertError::BadValue {
+            field,
+            value: value.into(),
+        })
+    }
+}
+
+/// The message form of a search's report (without the limits it ran under, which the server
+/// adds).
+pub fn search_response(r: &SearchReport) -> pb::SearchResponse {
+    pb::SearchResponse {
+        fen: r.fen.clone(),
+        side_to_move: side_name(r.side_to_move).into(),
+        rules: r.rules.clone(),
+        result: r.result.clone(),
+        dtm_plies: r.dtm_plies.map(u32::from),
+        best_move: text(&r.best_move),
+        line: r
+            .line
+            .iter()
+            .map(|m| pb::SearchMove {
+                iccs: m.iccs.clone(),
+                chinese: m.chinese.clone(),
+                wxf: m.wxf.clone(),
+            })
+            .collect(),
+        end: text(&r.end),
+        source: r.source.clone(),
+        searched_plies: r.searched_plies.into(),
+        nodes: r.nodes,
+        table_hits: r.table_hits,
+        time_ms: r.time_ms,
+        stopped: text(&r.stopped),
+        limits: None,
+    }
+}
+
+/// The search report a response describes.
+pub fn search_report(r: pb::SearchResponse) -> Result<SearchReport, ConvertError> {
+    one_of("result", &r.result, &["win", "loss", "draw", "unknown"])?;
+    one_of("source", &r.source, &["tables", "search"])?;
+    if !r.end.is_empty() && LineEnd::from_name(&r.end).is_none() {
+        return Err(ConvertError::BadValue {
+            field: "end",
+            value: r.end,
+        });
+    }
+    let searched_plies = u16::try_from(r.searched_plies).map_err(|_| ConvertError::BadValue {
+        field: "searched_plies",
+        value: r.searched_plies.to_string(),
+    })?;
+    Ok(SearchReport {
+        side_to_move: parse_side(&r.side_to_move)?,
+        dtm_plies: dtm(r.dtm_plies)?,
+        fen: r.fen,
+        rules: r.rules,
+        result: r.result,
+        best_move: non_empty(r.best_move),
+        line: r
+            .line
+            .into_iter()
+            .map(|m| LineMoveReport {
+                iccs: m.iccs,
+                chinese: m.chinese,
+                wxf: m.wxf,
+            })
+            .collect(),
+        end: non_empty(r.end),
+        source: r.source,
+        searched_plies,
+        nodes: r.nodes,
+        table_hits: r.table_hits,
+        time_ms: r.time_ms,
+        stopped: non_empty(r.stopped),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,5 +440,52 @@ mod tests {
             }],
         };
         assert_eq!(mainline_report(mainline_response(&line)), Ok(line));
+    }
+
+    #[test]
+    fn search_reports_round_trip_through_their_messages() {
+        let won = SearchReport {
+            fen: "x".into(),
+            side_to_move: Side::Black,
+            rules: "asian".into(),
+            result: "win".into(),
+            dtm_plies: Some(3),
+            best_move: Some("b0b8".into()),
+            line: vec![LineMoveReport {
+                iccs: "b0b8".into(),
+                chinese: "车八进八".into(),
+                wxf: "R8+8".into(),
+            }],
+            end: Some("mate".into()),
+            source: "search".into(),
+            searched_plies: 3,
+            nodes: 6,
+            table_hits: 0,
+            time_ms: 1,
+            stopped: None,
+        };
+        assert_eq!(search_report(search_response(&won)), Ok(won.clone()));
+        let unknown = SearchReport {
+            result: "unknown".into(),
+            dtm_plies: None,
+            best_move: None,
+            line: Vec::new(),
+            end: None,
+            stopped: Some("time".into()),
+            ..won
+        };
+        assert_eq!(
+            search_report(search_response(&unknown)),
+            Ok(unknown.clone())
+        );
+        let mut bad = search_response(&unknown);
+        bad.result = "maybe".into();
+        assert!(matches!(
+            search_report(bad),
+            Err(ConvertError::BadValue {
+                field: "result",
+                ..
+            })
+        ));
     }
 }

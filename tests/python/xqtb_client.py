@@ -4,10 +4,10 @@ proto/xqtb.proto with grpcio-tools, run against a coordinator that serves KRvKN 
 it depends on, KRvK and KNvK) under the default rule set.
 
 It probes positions whose answers are known, runs a batch probe against the answers of
-`xqtb probe --batch`, follows a main line, streams a shard download and checks its CRC-32
-against the checksums the server reports, and lists the services through server reflection
-(grpc.reflection.v1alpha, the only version grpcio-reflection speaks), resolving xqtb's own
-service from the descriptors reflection serves.
+`xqtb probe --batch`, follows a main line, runs a mate search, streams a shard download and
+checks its CRC-32 against the checksums the server reports, and lists the services through server
+reflection (grpc.reflection.v1alpha, the only version grpcio-reflection speaks), resolving xqtb's
+own service from the descriptors reflection serves.
 
 Usage: xqtb_client.py --server HOST:PORT --proto proto/xqtb.proto --out DIR --expected FILE
 (FILE: one JSON line per FEN, from `xqtb probe --batch`). Prints one "ok" line per check and
@@ -169,6 +169,26 @@ def mainline(pb, tablebase):
     ok(f"the main line of {fen} is {dtm} plies to {ending}; a drawn start has none")
 
 
+def search(pb, tablebase):
+    # A mate in 3 plies with two rooks, beyond the tables; greedy limits are capped.
+    r = tablebase.Search(pb.SearchRequest(fen="4k4/9/9/9/9/9/9/9/R8/1R1K5 w", threads=100))
+    check((r.result, r.dtm_plies, r.source) == ("win", 3, "search"), f"search: {r}")
+    check(r.end in {"mate", "stalemate"}, f"search: end {r.end!r}")
+    line = [m.iccs for m in r.line]
+    check(len(line) == 3 and r.best_move == line[0], f"search: line {line}, best move {r.best_move}")
+    check(r.limits.threads == 2 and r.limits.time_ms == 10000, f"search: limits {r.limits}")
+    check(r.stopped == "", f"search: stopped {r.stopped!r}")
+    try:
+        tablebase.Search(pb.SearchRequest(fen="4k4/9/9 w"))
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and "rows" in e.details(),
+              f"search of a bad FEN: {e.code()} {e.details()}")
+    else:
+        raise AssertionError("a search of a bad FEN succeeded")
+    ok(f"a search finds the mate in {r.dtm_plies} plies ({' '.join(line)}) with threads capped at 2; "
+       "a bad FEN is INVALID_ARGUMENT")
+
+
 def download(pb, tablebase):
     shards = {(s.signature, s.rules): s for s in tablebase.ListShards(pb.ListShardsRequest()).shards}
     for sig in ["KRvK", "KNvK", "KRvKN"]:
@@ -264,6 +284,7 @@ def main():
         probe_known(pb, tablebase)
         probe_batch(pb, tablebase, args.expected)
         mainline(pb, tablebase)
+        search(pb, tablebase)
         download(pb, tablebase)
         status(pb, tablebase)
         reflection(pb, channel)

@@ -39,6 +39,11 @@ Stable selectors the test relies on (all in web/index.html, web/board.js, web/ap
   [data-testid=line-move]     the moves of the line, data-index (0 = start); class "current"
   [data-testid=line-end]      how the main line ends, after its last move
   [data-testid=tables]        list of endgames (from /api/v1/tables)
+  [data-testid=solve]         the Solve button (disabled, "Solving…", while its search runs)
+  #app[data-search]           "loading" while a search runs (absent otherwise)
+  [data-testid=solve-result]  the search's answer in words, data-result = win|loss|draw|unknown,
+                              data-source = tables|search; its line goes into the line panel
+  [data-testid=solve-stats]   where the answer comes from, positions searched, time
 """
 import argparse
 import base64
@@ -69,6 +74,9 @@ except ImportError:
 
 DEFAULT_FEN = "9/7R1/4k4/9/9/9/9/3n5/9/3K5 w"
 MISSING_FEN = "4k4/9/4n4/9/9/9/9/2R6/2R6/4K4 w"
+# A forced mate in 3 plies by two rooks: a win the search proves without tables (which of its
+# shortest lines it answers is the search's choice; the expectations come from the API).
+SOLVE_FEN = "4k4/9/9/9/9/9/9/9/R8/1R1K5 w"
 
 
 class Fail(Exception):
@@ -430,6 +438,8 @@ def run(base, shots, fen, missing_fen):
         else:
             print(f"  (skipped: the server has {missing_fen})")
 
+        check_solve(p, api, fen)
+
         print("- layout: desktop puts the moves beside the board")
         p.enter_fen(fen)
         p.wait_position(fen)
@@ -469,6 +479,76 @@ def run(base, shots, fen, missing_fen):
         return 1
     finally:
         p.close()
+
+
+def check_solve(p, api, table_fen):
+    """Solve: a mate beyond the tables, shown with its line, which the navigation steps through;
+    then a position of the tables, answered from them."""
+    print(f"- solve {SOLVE_FEN}: a forced mate beyond the tables")
+    st, sr = api.get("search", SOLVE_FEN)
+    check(st == 200 and sr["result"] == "win" and sr["line"], f"the API's search of {SOLVE_FEN}: {st} {sr}")
+    p.enter_fen(SOLVE_FEN)
+    p.wait_position(SOLVE_FEN, states=("ready", "error"))
+    hint = p.q("solve-result").text
+    check(p.q("solve-result").get_attribute("data-result") is None, f"a result is shown before solving: {hint!r}")
+    # Busy from the click on: the button is disabled, so a second click cannot start another search.
+    busy = p.d.execute_script(
+        "const b = document.querySelector('[data-testid=solve]'); b.click();"
+        "return [b.disabled, b.textContent, document.getElementById('app').dataset.search || null];")
+    check(busy[0] and "Solving" in busy[1] and busy[2] == "loading", f"the button is not busy while solving: {busy}")
+    p.wait(lambda: p.q("solve-result").get_attribute("data-result") is not None, "the search's answer", 30)
+    res = p.q("solve-result")
+    d = sr["dtm_plies"]
+    check(res.get_attribute("data-result") == "win", f"solve shows {res.get_attribute('data-result')!r}")
+    check(res.get_attribute("data-source") == "search", f"solve's source {res.get_attribute('data-source')!r}")
+    text = res.text
+    want = f"Red wins in {plies(d)} ({math.ceil(d / 2)} moves)"
+    check(text.startswith(want), f"solve's answer is {text!r}, expected it to start {want!r}")
+    check(sr["line"][0]["chinese"] in text, f"solve's answer {text!r} lacks the best move {sr['line'][0]['chinese']}")
+    stats = p.q("solve-stats").text
+    check(stats.startswith("From the search") and "positions" in stats and " s" in stats, f"solve's stats: {stats!r}")
+    check(p.q("solve").get_attribute("disabled") is None and p.q("solve").text == "Solve",
+          "the Solve button stays busy after the answer")
+    check(p.d.find_element(By.ID, "app").get_attribute("data-search") is None, "#app[data-search] stays")
+    line = p.qa('[data-testid="line-move"]')
+    check(len(line) == 1 + len(sr["line"]), f"the line shows {len(line) - 1} moves, the search {len(sr['line'])}")
+    label = {"mate": "checkmate", "stalemate": "stalemate"}[sr["end"]]
+    check(p.qa('[data-testid="line-end"]') and label in p.q("line-end").text,
+          f"the end of the search's line is not labelled {label}")
+    print(f"  {text!r}; {stats!r}")
+    p.shot("desktop-7-solved.png")
+
+    print("- step through the search's line")
+    at = SOLVE_FEN
+    for i, m in enumerate(sr["line"]):
+        p.q("nav-forward").click()
+        at = apply(at, m["iccs"])
+        p.wait_position(at, states=("ready", "error"))
+        left = d - i - 1
+        if left > 0:
+            who, verb = ("Black", "loses") if i % 2 == 0 else ("Red", "wins")
+            exp = f"{who} {verb} in {plies(left)}"
+            check(p.value().startswith(exp), f"after {m['iccs']} the value is {p.value()!r}, expected {exp!r}")
+        check(p.q("solve-result").get_attribute("data-result") == "win", "the answer is gone while stepping")
+    check(p.q("nav-forward").get_attribute("disabled") is not None, "forward is enabled at the mate")
+    check(p.value().startswith("Black") and ("checkmated" in p.value() or "no legal move" in p.value()),
+          f"at the mate the value is {p.value()!r}")
+    print(f"  after {len(sr['line'])} plies: {p.value()!r}")
+    p.shot("desktop-8-solved-end.png")
+
+    print("- solve a position of the tables")
+    st, probe = api.get("probe", table_fen)
+    p.enter_fen(table_fen)
+    p.wait_position(table_fen)
+    check(p.q("solve-result").get_attribute("data-result") is None, "the last answer stays on a new position")
+    p.q("solve").click()
+    p.wait(lambda: p.q("solve-result").get_attribute("data-result") is not None, "the search's answer", 30)
+    res = p.q("solve-result")
+    check((res.get_attribute("data-result"), res.get_attribute("data-source")) == (cat(probe), "tables"),
+          f"solve of a table's position: {res.get_attribute('data-result')} from {res.get_attribute('data-source')}")
+    check(res.text.startswith(expected_value(probe)), f"solve says {res.text!r}, the probe {expected_value(probe)!r}")
+    check(p.q("solve-stats").text.startswith("From the tables"), f"solve's stats: {p.q('solve-stats').text!r}")
+    print(f"  {res.text!r}")
 
 
 # Thresholds of check_glyphs: a glyph covers at least MIN_INK of its crop, and two different
