@@ -6,10 +6,9 @@
 //! generated again and must lose, every attacker move chosen must be legal, mates are mates by
 //! the move generator, a repetition that wins by rule is judged again on the line it occurs
 //! on (any other repetition is no end: the plies left shrink, so the proof still ends), and a
-//! position
-//! in a stored table is probed with the prober's consistency check (its stored value against
-//! its moves' values), so a damaged table entry shows up here instead of in the answer. Where
-//! the transposition table has lost a position, it is proven again. The length of the proof is
+//! position in a stored table is probed with the prober's consistency check (its stored value
+//! against its moves' values), so a damaged table entry shows up here instead of in the answer.
+//! Where the transposition table has lost a position, it is proven again. The length of the proof is
 //! recomputed on the way: the answer's distance is the checked one.
 
 use crate::error::SearchError;

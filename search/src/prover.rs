@@ -362,10 +362,15 @@ impl<'a, S: TableStore> Prover<'a, S> {
 
     /// Where the current position repeats an earlier one of the line, its index there.
     pub fn repeats(&self) -> Option<usize> {
-        let last = self.keys.len() - 1;
-        (0..last)
+        self.on_line(self.key, self.keys.len() - 1)
+    }
+
+    /// The index of the last of the line's first `len` positions that is the current board,
+    /// whose key is `key`.
+    fn on_line(&self, key: u64, len: usize) -> Option<usize> {
+        (0..len)
             .rev()
-            .find(|&i| self.keys[i] == self.key && self.boards[i] == self.board)
+            .find(|&i| self.keys[i] == key && self.boards[i] == self.board)
     }
 
     /// The status of the current position, which repeats position `i` of the line: when wins
@@ -407,11 +412,7 @@ impl<'a, S: TableStore> Prover<'a, S> {
     /// Judges the current position, reached by the line's last move (which is not pushed: the
     /// position is not in `keys`), whose key is `key`.
     fn judge(&mut self, key: u64, capture: bool, plies: u16) -> Result<Status, SearchError> {
-        if !capture
-            && let Some(i) = (0..self.keys.len())
-                .rev()
-                .find(|&i| self.keys[i] == key && self.boards[i] == self.board)
-        {
+        if !capture && let Some(i) = self.on_line(key, self.keys.len()) {
             return Ok(self.repetition_status(i));
         }
         if capture && let Some(v) = self.table_value()? {
