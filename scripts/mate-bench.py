@@ -4,10 +4,12 @@
 For every position of a TSV written by scripts/mate-positions.py (columns fen, category, side,
 expect, ...), it runs `xqtb search FEN --json --time T --threads N` and, for the positions with a
 mate, Fairy-Stockfish (`go mate M` with the same threads, M the expected number of moves) and
-reports per category: how many of our answers agree with the expected result and length (a
-proven mate shorter than expected counts apart: our proofs are checked move by move, FSF's
-"no shorter mate" is a search within node caps), how many are unknown, and any wrong claim (a
-mate where none is expected or a longer one); then the median time to a proven mate, ours against
+reports per category: how many of our answers agree with the expected result and length (of
+them, how many are a proven mate whose shorter alternatives the limits left open, `shortest:
+false`; a proven mate shorter than expected counts apart: our proofs are checked move by move,
+FSF's "no shorter mate" is a search within node caps), how many are a proven mate longer than
+expected that is not claimed to be the shortest, how many are unknown, and any wrong claim (a
+mate where none is expected, or a longer one claimed to be the shortest); then the median time to a proven mate, ours against
 FSF's time to report the same mate, over the positions both solved.
 
 Usage:
@@ -80,7 +82,8 @@ def main():
         start = time.time()
         out = subprocess.run(cmd, capture_output=True, text=True)
         took = time.time() - start
-        s = stats.setdefault(d["category"], {"n": 0, "same": 0, "shorter": 0, "unknown": 0, "wrong": 0})
+        s = stats.setdefault(d["category"], {"n": 0, "same": 0, "bound": 0, "shorter": 0, "longer": 0,
+                                             "unknown": 0, "wrong": 0})
         s["n"] += 1
         try:
             j = json.loads(out.stdout)
@@ -88,7 +91,7 @@ def main():
             wrong.append((d["fen"], out.stderr.strip()))
             s["wrong"] += 1
             continue
-        got, got_plies = j["result"], j["dtm_plies"]
+        got, got_plies, shortest = j["result"], j["dtm_plies"], j["shortest"]
         if want == "none":
             ok = got in ("unknown", "draw")
             s["same" if ok else "wrong"] += 1
@@ -98,7 +101,8 @@ def main():
             s["unknown"] += 1
         elif got == want and got_plies == plies:
             s["same"] += 1
-            if want == "win" and not args.no_fsf:
+            s["bound"] += not shortest
+            if want == "win" and shortest and not args.no_fsf:
                 f = fsf_mate(args.fsf, d["fen"], (plies + 1) // 2, args.threads, 60)
                 if f:
                     ours_t.append(took)
@@ -106,17 +110,24 @@ def main():
         elif got == want and got_plies < plies:
             s["shorter"] += 1
             print(f"shorter: {d['fen']}: {got} in {got_plies} plies, expected {d['expect']}", flush=True)
+        elif got == want and not shortest:
+            s["longer"] += 1
         else:
             s["wrong"] += 1
             wrong.append((d["fen"], f"{got} in {got_plies} plies, expected {d['expect']}"))
-        print(f"{d['category']:9} {d['expect']:9} -> {got} {got_plies} {took:.2f}s nodes={j['nodes']}", flush=True)
+        mark = "" if shortest or got_plies is None else " (at most)"
+        print(f"{d['category']:9} {d['expect']:9} -> {got} {got_plies}{mark} {took:.2f}s nodes={j['nodes']}",
+              flush=True)
     print()
-    print("category   positions  same  shorter  unknown  wrong")
+    print("category   positions  same (at most)  shorter  longer (at most)  unknown  wrong")
     for c, s in stats.items():
-        print(f"{c:10} {s['n']:9} {s['same']:5} {s['shorter']:8} {s['unknown']:8} {s['wrong']:6}")
+        print(f"{c:10} {s['n']:9} {s['same']:5} {s['bound']:10} {s['shorter']:8} {s['longer']:17} "
+              f"{s['unknown']:8} {s['wrong']:6}")
     mates = sum(s["n"] for c, s in stats.items() if c != "nomate")
     solved = sum(s["same"] + s["shorter"] for c, s in stats.items() if c != "nomate")
-    print(f"mates proven with the expected length or shorter: {solved} of {mates}")
+    bound = sum(s["bound"] for c, s in stats.items() if c != "nomate")
+    print(f"mates proven with the expected length or shorter: {solved} of {mates} "
+          f"({bound} of them not shown to be the shortest)")
     if ours_t:
         print(f"median time to a proven shortest mate: ours {statistics.median(ours_t):.2f} s, "
               f"FSF to report it {statistics.median(fsf_t):.2f} s (over {len(ours_t)} positions)")

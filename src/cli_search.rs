@@ -74,18 +74,27 @@ pub fn run(args: SearchArgs) -> Result<()> {
     }
     println!("{}", result.fen);
     let us = board.side_to_move();
+    let stopped = result
+        .stopped
+        .map(|s| format!(" (stopped by the {} limit)", s.name()))
+        .unwrap_or_default();
     let what = match (result.outcome, result.plies) {
-        (Outcome::Win | Outcome::Loss, Some(p)) => {
+        (Outcome::Win | Outcome::Loss, Some(p)) if result.shortest => {
             let end = result.end.map_or("mate", |e| e.name());
             format!("{} in {} ({end})", result.outcome.name(), Plies(p as u64))
         }
+        (Outcome::Win | Outcome::Loss, Some(p)) => {
+            let end = result.end.map_or("mate", |e| e.name());
+            format!(
+                "{} in at most {} ({end}); no win of either side in {} or fewer{stopped}",
+                result.outcome.name(),
+                Plies(p as u64),
+                Plies(result.searched_plies as u64),
+            )
+        }
         (Outcome::Unknown, _) => format!(
-            "unknown: no win of either side in {} or fewer{}",
+            "unknown: no win of either side in {} or fewer{stopped}",
             Plies(result.searched_plies as u64),
-            result
-                .stopped
-                .map(|s| format!(" (stopped by the {} limit)", s.name()))
-                .unwrap_or_default()
         ),
         (o, _) => o.name().to_string(),
     };

@@ -165,6 +165,7 @@ fn search_report(
         rules: RuleSet::default().name().into(),
         result: result.name().into(),
         dtm_plies: None,
+        shortest: false,
         best_move: None,
         line: Vec::new(),
         end: end.map(|e| e.name().into()),

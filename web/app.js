@@ -400,7 +400,8 @@
     S.solve = { entry: cur, report, error };
     if (report && ["win", "loss", "draw"].includes(report.result)) {
       const byMate = ["mate", "stalemate"].includes(report.end);
-      const d = byMate ? report.dtm_plies : null;
+      // A win not shown to be the shortest has an upper bound for its length, no distance.
+      const d = byMate && report.shortest !== false ? report.dtm_plies : null;
       const value = (category, dtm) => ({ category, dtm_plies: dtm, rule: null, rule_plies: null, from: "search" });
       cur.known = cur.known || value(report.result, d);
       if ((report.line || []).length) {
@@ -428,6 +429,12 @@
       return `Unknown: no forced win for either side in ${plies(r.searched_plies)} or fewer${why}`;
     }
     const rule = ["perpetual-check", "perpetual-chase"].includes(r.end) ? r.end : null;
+    if (r.shortest === false && r.dtm_plies != null) {
+      const why = r.stopped ? `; stopped by the ${r.stopped} limit` : "";
+      const who = r.result === "win" ? side : other(side);
+      return `${colour(who)} wins in at most ${plies(r.dtm_plies)} (shorter wins ruled out up to ` +
+        `${plies(r.searched_plies)}${why})`;
+    }
     return describe({ category: r.result, dtm_plies: rule ? null : r.dtm_plies, rule, rule_plies: null },
       side, { noMoves: r.dtm_plies === 0, inCheck: r.end === "mate" });
   }

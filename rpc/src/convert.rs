@@ -312,6 +312,7 @@ pub fn search_response(r: &SearchReport) -> pb::SearchResponse {
         rules: r.rules.clone(),
         result: r.result.clone(),
         dtm_plies: r.dtm_plies.map(u32::from),
+        shortest: r.shortest,
         best_move: text(&r.best_move),
         line: r
             .line
@@ -350,6 +351,7 @@ pub fn search_report(r: pb::SearchResponse) -> Result<SearchReport, ConvertError
     Ok(SearchReport {
         side_to_move: parse_side(&r.side_to_move)?,
         dtm_plies: dtm(r.dtm_plies)?,
+        shortest: r.shortest,
         fen: r.fen,
         rules: r.rules,
         result: r.result,
@@ -450,6 +452,7 @@ mod tests {
             rules: "asian".into(),
             result: "win".into(),
             dtm_plies: Some(3),
+            shortest: true,
             best_move: Some("b0b8".into()),
             line: vec![LineMoveReport {
                 iccs: "b0b8".into(),
@@ -468,6 +471,7 @@ mod tests {
         let unknown = SearchReport {
             result: "unknown".into(),
             dtm_plies: None,
+            shortest: false,
             best_move: None,
             line: Vec::new(),
             end: None,

@@ -67,8 +67,13 @@ pub struct SearchResult {
     pub outcome: Outcome,
     /// For a win or a loss: plies to mate, counting the tables' distances exactly (for a win by
     /// the repetition rules, plies until the losing cycle is complete or the table's rule
-    /// distance). The shortest the winner can force against the longest defence.
+    /// distance). The shortest the winner can force against the longest defence when
+    /// [`SearchResult::shortest`]; otherwise the length of a proven win, an upper bound.
     pub plies: Option<u16>,
+    /// For a win or a loss: every shorter win was disproven, so `plies` is the shortest. False
+    /// when the limits stopped the search after it proved a win but before it disproved every
+    /// shorter one (and for a draw or an unknown result).
+    pub shortest: bool,
     /// The main line: the winner's fastest win against the longest defence, continued through
     /// the tables to the end. Empty for a draw or an unknown result.
     pub line: Vec<LineMove>,
@@ -77,7 +82,8 @@ pub struct SearchResult {
     /// Where the answer comes from.
     pub source: Source,
     /// Every win of this many plies or fewer, for either side that has a piece that can give
-    /// check, was searched for and disproven (for a win or a loss: the depth it was found at).
+    /// check, was searched for and disproven (for a shortest win or loss: the depth it was
+    /// found at).
     pub searched_plies: u16,
     /// Positions expanded.
     pub nodes: u64,
@@ -85,7 +91,8 @@ pub struct SearchResult {
     pub table_hits: u64,
     /// Time taken.
     pub elapsed: Duration,
-    /// For an unknown result: which limit stopped the search.
+    /// For an unknown result, or a win or loss not known to be the shortest: which limit
+    /// stopped the search.
     pub stopped: Option<StopReason>,
 }
 

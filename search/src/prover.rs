@@ -106,7 +106,7 @@ impl Status {
         }
     }
 
-    const fn open(pn: u64, dn: u64) -> Status {
+    pub const fn open(pn: u64, dn: u64) -> Status {
         Status {
             pn,
             dn,
@@ -185,7 +185,20 @@ pub(crate) struct Prover<'a, S: TableStore> {
     table_hits: u64,
     /// Nodes expanded by this prover, all told.
     pub expanded: u64,
-    pub stopped: Option<StopReason>,
+    /// The value of [`Prover::expanded`] at which the current call runs out of its budget.
+    budget_end: u64,
+    /// Why the last call returned with the root unsettled.
+    pub halted: Option<Halt>,
+}
+
+/// Why a prover's call returned before it settled the position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Halt {
+    /// The call's own node budget ran out: it may be called again, and resumes from what the
+    /// transposition table kept.
+    Budget,
+    /// A limit of the whole search, or another thread's answer, stopped it.
+    Limit(StopReason),
 }
 
 impl<'a, S: TableStore> Prover<'a, S> {
@@ -205,15 +218,19 @@ impl<'a, S: TableStore> Prover<'a, S> {
             nodes: 0,
             table_hits: 0,
             expanded: 0,
-            stopped: None,
+            budget_end: u64::MAX,
+            halted: None,
         }
     }
 
     /// Settles whether the attacker wins from the current position within `plies`, unless the
-    /// limits stop it first (then the status is open and [`Prover::stopped`] says why). The
-    /// position must not be a leaf.
-    pub fn prove(&mut self, plies: u16) -> Result<Status, SearchError> {
+    /// limits or a budget of `budget` expanded positions stop it first (then the status is open
+    /// and [`Prover::halted`] says why). The position must not be a leaf.
+    pub fn prove(&mut self, plies: u16, budget: u64) -> Result<Status, SearchError> {
+        self.halted = None;
+        self.budget_end = self.expanded.saturating_add(budget);
         let status = self.mid(INF, INF, plies)?;
+        self.budget_end = u64::MAX;
         self.flush();
         Ok(status)
     }
@@ -269,15 +286,18 @@ impl<'a, S: TableStore> Prover<'a, S> {
     fn tick(&mut self) {
         self.nodes += 1;
         self.expanded += 1;
+        if self.expanded >= self.budget_end {
+            self.halted.get_or_insert(Halt::Budget);
+        }
         if self.nodes >= TICK {
             let total = self.shared.control.add(self.nodes, self.table_hits);
             self.nodes = 0;
             self.table_hits = 0;
             if self.shared.abort.load(Relaxed) {
-                self.stopped = Some(StopReason::Cancelled);
+                self.halted = Some(Halt::Limit(StopReason::Cancelled));
             } else if let Some(reason) = self.shared.control.stop_reason(self.shared.limits, total)
             {
-                self.stopped = Some(reason);
+                self.halted = Some(Halt::Limit(reason));
             }
         }
     }
@@ -293,11 +313,14 @@ impl<'a, S: TableStore> Prover<'a, S> {
             Some(Status::proven(e.dist))
         } else if e.dn == 0 && (e.exact || e.plies >= plies) {
             Some(Status::disproven(e.exact))
-        } else if e.pn == 0 || e.dn == 0 || plies == 0 {
-            // Settled at another depth only, or no plies left to search: no guess from it.
+        } else if e.pn == 0 || e.dn == 0 || plies == 0 || e.plies != plies {
+            // Settled at another depth only, no plies left to search, or numbers found with
+            // another number of plies left: no guess from it. Numbers from a shallower search
+            // mislead a deeper one, whose mate may run through the very lines that looked
+            // hopeless with fewer plies (a scout's proofs of long quiet mates came out several
+            // times slower with them).
             None
         } else {
-            // Numbers found at another depth are still the best first guess there is.
             Some(Status::open(e.pn as u64, e.dn as u64))
         }
     }
@@ -583,7 +606,7 @@ impl<'a, S: TableStore> Prover<'a, S> {
                 || status.dn == 0
                 || status.pn >= th_pn
                 || status.dn >= th_dn
-                || self.stopped.is_some()
+                || self.halted.is_some()
             {
                 if status.rep == FREE {
                     self.store(status, plies, self.expanded - start);

@@ -27,8 +27,12 @@ pub struct SearchReport {
     pub rules: String,
     /// `win`, `loss`, `draw` or `unknown`, for the side to move.
     pub result: String,
-    /// Plies to mate (or to the repetition that wins) for a win or a loss.
+    /// Plies to mate (or to the repetition that wins) for a win or a loss: the shortest when
+    /// `shortest`, else the length of a proven win, an upper bound.
     pub dtm_plies: Option<u16>,
+    /// For a win or a loss: every shorter win was disproven. False when the limits stopped the
+    /// search between proving a win and disproving every shorter one.
+    pub shortest: bool,
     /// The first move of the main line, in ICCS.
     pub best_move: Option<String>,
     /// The main line: the winner's fastest win against the longest defence.
@@ -38,7 +42,7 @@ pub struct SearchReport {
     pub end: Option<String>,
     /// `tables` when the position's own material is stored, else `search`.
     pub source: String,
-    /// Every shorter win, for either side, was searched for and disproven.
+    /// Every win of this many plies or fewer, for either side, was searched for and disproven.
     pub searched_plies: u16,
     /// Positions expanded.
     pub nodes: u64,
@@ -46,8 +50,8 @@ pub struct SearchReport {
     pub table_hits: u64,
     /// Milliseconds taken.
     pub time_ms: u64,
-    /// For an `unknown` result, the limit that stopped it: `max-plies`, `nodes`, `time` or
-    /// `cancelled`.
+    /// For an `unknown` result, or a win not known to be the shortest, the limit that stopped
+    /// the search: `max-plies`, `nodes`, `time` or `cancelled`.
     pub stopped: Option<String>,
 }
 
@@ -62,6 +66,7 @@ impl From<&SearchResult> for SearchReport {
             rules: r.rules.name().into(),
             result: r.outcome.name().into(),
             dtm_plies: r.plies,
+            shortest: r.shortest,
             best_move: r.best_move().map(|m| m.iccs.clone()),
             line: r
                 .line

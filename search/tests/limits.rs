@@ -33,6 +33,7 @@ fn a_mate_is_found_with_its_line_and_distance() {
     let r = run(MATE_IN_3, &Limits::default()).unwrap();
     assert_eq!(r.outcome, Outcome::Win);
     assert_eq!(r.plies, Some(3));
+    assert!(r.shortest);
     assert_eq!(r.line.len(), 3);
     // The line is legal and its end has no legal move.
     let mut b = board(MATE_IN_3);
@@ -223,4 +224,30 @@ fn a_server_caps_what_a_request_asks() {
         hash_bytes: 1 << 40,
     };
     assert_eq!(asked.capped_by(&cap), cap);
+}
+
+#[test]
+fn a_mate_proven_before_the_shorter_ones_are_ruled_out_is_an_upper_bound() {
+    // Black mates in 7 moves (13 plies) by Fairy-Stockfish (tests/data/mates.tsv). On one
+    // thread with this node budget the scout proves the mate at its own depth, and the budget
+    // runs out while the deepening is still disproving the shallower ones: the answer is the
+    // checked mate, not claimed to be the shortest.
+    let fen = "4k4/9/9/9/6r2/3n5/9/5A2B/4A4/2B2K3 b";
+    let limits = Limits {
+        nodes: Some(400_000),
+        threads: 1,
+        ..Limits::default()
+    };
+    let r = run(fen, &limits).unwrap();
+    assert_eq!((r.outcome, r.plies), (Outcome::Win, Some(13)));
+    assert!(!r.shortest);
+    assert_eq!(r.stopped, Some(StopReason::Nodes));
+    assert!(r.searched_plies < 12, "{}", r.searched_plies);
+    let mut b = board(fen);
+    for m in &r.line {
+        assert!(b.is_legal_move(m.mv), "{} in {}", m.iccs, b.fen());
+        b.make(m.mv);
+    }
+    assert_eq!(r.line.len(), 13);
+    assert!(!b.has_legal_move() && b.in_check(b.side_to_move()));
 }

@@ -4,8 +4,9 @@
 //! small tables, positions where the side to move is mated, and positions without a mate).
 //!
 //! Within a fixed node budget per position the search must never claim what Fairy-Stockfish
-//! refutes: no mate where it finds none, no longer mate than its, no win for the wrong side. A
-//! mate proven shorter than Fairy-Stockfish's is counted apart: the search's proofs are replayed
+//! refutes: no mate where it finds none, no longer mate than its claimed to be the shortest, no
+//! win for the wrong side. A longer mate is allowed only as what it is, a proven mate whose
+//! shorter alternatives the budget left open. A mate proven shorter than Fairy-Stockfish's is counted apart: the search's proofs are replayed
 //! move by move, while the generator's "no shorter mate" is a search within node caps. The
 //! share proven within the budget is held to a floor; `scripts/mate-bench.py` measures the same
 //! set by time against Fairy-Stockfish (BENCHMARKS.md).
@@ -85,6 +86,7 @@ fn the_search_agrees_with_fairy_stockfish() {
     let cases = cases();
     assert!(cases.len() >= 100, "{} cases", cases.len());
     let (mut mates, mut same, mut shorter, mut wrong) = (0, 0, 0, Vec::new());
+    let (mut bounds, mut longer) = (0, 0);
     for c in &cases {
         let board = xiangqi::parse_fen(&c.fen).unwrap();
         let r = search(Some(&tb), RuleSet::Asian, &board, &limits, &Control::new())
@@ -103,7 +105,11 @@ fn the_search_agrees_with_fairy_stockfish() {
                 mates += 1;
                 match got {
                     (Outcome::Unknown, _) => {}
-                    (o, Some(p)) if o == outcome && p == plies => same += 1,
+                    (o, Some(p)) if o == outcome && p == plies => {
+                        same += 1;
+                        bounds += !r.shortest as usize;
+                    }
+                    (o, Some(p)) if o == outcome && p > plies && !r.shortest => longer += 1,
                     (o, Some(p)) if o == outcome && p < plies => {
                         shorter += 1;
                         eprintln!("{}: {o:?} in {p} plies, Fairy-Stockfish {plies}", c.fen);
@@ -117,9 +123,9 @@ fn the_search_agrees_with_fairy_stockfish() {
         }
     }
     eprintln!(
-        "{} positions, {mates} with a mate: {same} proven with Fairy-Stockfish's length, {shorter} shorter, {} unknown within {NODES} nodes",
+        "{} positions, {mates} with a mate: {same} proven with Fairy-Stockfish's length ({bounds} of them not shown to be the shortest), {shorter} shorter, {longer} longer and not shown to be the shortest, {} unknown within {NODES} nodes",
         cases.len(),
-        mates - same - shorter - wrong.len(),
+        mates - same - shorter - longer - wrong.len(),
     );
     assert!(wrong.is_empty(), "wrong claims:\n{}", wrong.join("\n"));
     assert!(
@@ -130,4 +136,4 @@ fn the_search_agrees_with_fairy_stockfish() {
 }
 
 /// The least share of the mates that must be proven within the node budget, in percent.
-const MIN_PERCENT: usize = 60;
+const MIN_PERCENT: usize = 65;
