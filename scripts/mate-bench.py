@@ -10,7 +10,8 @@ false`; a proven mate shorter than expected counts apart: our proofs are checked
 FSF's "no shorter mate" is a search within node caps), how many are a proven mate longer than
 expected that is not claimed to be the shortest, how many are unknown, and any wrong claim (a
 mate where none is expected, or a longer one claimed to be the shortest); then the median time to a proven mate, ours against
-FSF's time to report the same mate, over the positions both solved.
+FSF's time to report the same mate, over the positions both solved, with our CPU seconds and our
+largest peak memory over all positions.
 
 Usage:
   python3 scripts/mate-bench.py --bin target/release/xqtb --data DIR tests/data/mates.tsv \
@@ -21,8 +22,10 @@ header); without it those are searched without tables. Exit status 1 on any wron
 import argparse
 import json
 import statistics
+import os
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -60,6 +63,19 @@ def fsf_mate(fsf, fen, moves, threads, timeout):
     return found
 
 
+def run_measured(cmd):
+    """Runs `cmd`; returns (stdout, stderr, wall s, CPU s, peak resident MiB) of that process."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.time()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, _, usage = os.wait4(p.pid, 0)
+        wall = time.time() - start
+        out.seek(0)
+        err.seek(0)
+        return (out.read().decode(), err.read().decode(), wall, usage.ru_utime + usage.ru_stime,
+                usage.ru_maxrss / 1024)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("tsv")
@@ -72,23 +88,22 @@ def main():
     args = ap.parse_args()
     rows = [l.rstrip("\n").split("\t") for l in open(args.tsv) if l.strip() and not l.startswith("#")]
     header, rows = rows[0], rows[1:]
-    stats, ours_t, fsf_t, wrong = {}, [], [], []
+    stats, ours_t, ours_cpu, fsf_t, wrong, peak = {}, [], [], [], [], 0.0
     for r in rows:
         d = dict(zip(header, r))
         want, plies = expected(d["expect"])
         cmd = [args.bin, "search", d["fen"], "--json", "--time", str(args.time), "--threads", str(args.threads)]
         if args.data:
             cmd += ["--data", args.data]
-        start = time.time()
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        took = time.time() - start
+        stdout, stderr, took, cpu, rss = run_measured(cmd)
+        peak = max(peak, rss)
         s = stats.setdefault(d["category"], {"n": 0, "same": 0, "bound": 0, "shorter": 0, "longer": 0,
                                              "unknown": 0, "wrong": 0})
         s["n"] += 1
         try:
-            j = json.loads(out.stdout)
+            j = json.loads(stdout)
         except json.JSONDecodeError:
-            wrong.append((d["fen"], out.stderr.strip()))
+            wrong.append((d["fen"], stderr.strip()))
             s["wrong"] += 1
             continue
         got, got_plies, shortest = j["result"], j["dtm_plies"], j["shortest"]
@@ -106,6 +121,7 @@ def main():
                 f = fsf_mate(args.fsf, d["fen"], (plies + 1) // 2, args.threads, 60)
                 if f:
                     ours_t.append(took)
+                    ours_cpu.append(cpu)
                     fsf_t.append(f[0])
         elif got == want and got_plies < plies:
             s["shorter"] += 1
@@ -129,8 +145,10 @@ def main():
     print(f"mates proven with the expected length or shorter: {solved} of {mates} "
           f"({bound} of them not shown to be the shortest)")
     if ours_t:
-        print(f"median time to a proven shortest mate: ours {statistics.median(ours_t):.2f} s, "
-              f"FSF to report it {statistics.median(fsf_t):.2f} s (over {len(ours_t)} positions)")
+        print(f"median time to a proven shortest mate: ours {statistics.median(ours_t):.2f} s "
+              f"({statistics.median(ours_cpu):.2f} s CPU), FSF to report it "
+              f"{statistics.median(fsf_t):.2f} s (over {len(ours_t)} positions)")
+    print(f"our largest peak resident memory: {peak:.0f} MiB")
     for fen, why in wrong:
         print(f"WRONG {fen}: {why}")
     sys.exit(1 if wrong else 0)

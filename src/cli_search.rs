@@ -29,7 +29,8 @@ pub struct SearchArgs {
     /// Threads searching at once (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
-    /// Size of the transposition table, e.g. 256MiB; a search that fills it still answers.
+    /// Size of the transposition table, e.g. 256MiB (the check of a proof takes a quarter as
+    /// much again); a search that fills it still answers.
     #[arg(long, default_value = "64MiB")]
     hash: bytesize::ByteSize,
     /// Print one JSON object instead of text.

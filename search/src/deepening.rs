@@ -5,9 +5,16 @@
 //!
 //! The two sequences are independent: a won position cannot also be lost, so the first proof
 //! in either is the answer, and it is the shortest once the shallower depths of its own
-//! sequence are disproven. Threads share the deepening: each takes the next depth of the
-//! sequence that has had the least (weighted) work, and all share one transposition table, so
-//! a deeper search running beside a shallower one finds what that one has settled.
+//! sequence are disproven. Beside each sequence's deepening runs a scout, which tries the next
+//! few depths within a node budget: a long quiet mate is often proven quickly at its own depth
+//! while disproving the shallower ones costs far more, so a scout's proof waits for the
+//! deepening to reach it, and is reported as an upper bound (`shortest: false`) if the limits
+//! stop the search first.
+//!
+//! Work goes out in units of a budget of positions ([`Plan::take`]), each resuming its depth
+//! from what the transposition table kept, to the kind of work with the least (weighted) work
+//! so far: one thread interleaves the kinds and more threads run them side by side, all
+//! sharing the transposition table, so what one settles the others read.
 
 use crate::answer::{LineMove, Outcome, SearchResult, Source};
 use crate::error::SearchError;
@@ -191,8 +198,16 @@ fn deepen<S: TableStore>(
                 // One prover per attacker, kept between units of work for its counters.
                 let mut provers: [Option<Prover<'_, S>>; 2] = [None, None];
                 while !shared.abort.load(Relaxed) {
-                    let Some(unit) = plan.lock().expect("plan lock").take() else {
-                        // Every open unit is being worked on: wait for one to come back.
+                    let (unit, finished) = {
+                        let mut plan = plan.lock().expect("plan lock");
+                        (plan.take(), plan.finished())
+                    };
+                    let Some(unit) = unit else {
+                        let nodes = shared.control.progress().nodes;
+                        if finished || shared.control.stop_reason(shared.limits, nodes).is_some() {
+                            break;
+                        }
+                        // Every open kind of work is on another thread: wait for one to end.
                         std::thread::sleep(Duration::from_millis(1));
                         continue;
                     };
@@ -430,7 +445,8 @@ impl Plan {
         self.stopped.is_some() || self.settled().is_some()
     }
 
-    /// The next unit of work, marked busy, or `None` when every open kind is busy.
+    /// The next unit of work, marked busy, or `None` when the plan is finished or every open
+    /// kind of work is busy.
     fn take(&mut self) -> Option<Unit> {
         if self.finished() {
             return None;
@@ -505,6 +521,7 @@ impl Plan {
         self.busy[work.index()] = false;
         self.spent[work.index()] += spent;
         if status.is_proven() {
+            debug_assert!(self.proven(1 - seq).is_none(), "both sides win");
             // Proven within `plies`, and so within the depth of this sequence that its
             // distance rounds up to (a win by repetition may end on either side's move).
             let d = status.dist.max(1);
@@ -595,7 +612,8 @@ fn prove_and_read<S: TableStore>(
         ..*shared
     };
     let mut checker = Prover::new(&check, attacker, board);
-    let mut memo = Memo::new();
+    // The check's memo of checked positions gets a quarter of the hash again.
+    let mut memo = Memo::within(shared.limits.hash_bytes / 4);
     let checked = match checker.check(plies, &mut memo)? {
         Ok(checked) => checker
             .main_line(checked.dist, &mut memo)?

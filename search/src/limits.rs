@@ -18,7 +18,8 @@ pub struct Limits {
     pub time: Option<Duration>,
     /// Threads searching at once.
     pub threads: usize,
-    /// Bytes of the transposition table.
+    /// Bytes of the transposition table; the check of a proof keeps its memo within a quarter
+    /// as much again.
     pub hash_bytes: u64,
 }
 

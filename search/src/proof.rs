@@ -12,7 +12,7 @@
 //! recomputed on the way: the answer's distance is the checked one.
 
 use crate::error::SearchError;
-use crate::prover::Prover;
+use crate::prover::{Halt, Prover};
 use probe::LineEnd;
 use std::collections::HashMap;
 use storage_format::store::TableStore;
@@ -49,8 +49,36 @@ pub(crate) struct Checked {
 /// Why a proof failed its check, in words.
 type Failure = String;
 
-/// Checked positions by key (with the attacker's salt applied by the prover's key).
-pub(crate) type Memo = HashMap<u64, Checked>;
+/// Checked positions by key (with the attacker's salt applied by the prover's key), up to a
+/// number of them that fits the memory it is given: past that, a position met again is checked
+/// again, which costs time (counted against the limits) but no memory.
+pub(crate) struct Memo {
+    map: HashMap<u64, Checked>,
+    capacity: usize,
+}
+
+impl Memo {
+    /// A memo that holds at most about `bytes`.
+    pub fn within(bytes: u64) -> Memo {
+        // A hash map's buckets hold the entry and a control byte, and it may have grown to a
+        // little over twice its entries.
+        let per_entry = 3 * (std::mem::size_of::<(u64, Checked)>() as u64 + 1);
+        Memo {
+            map: HashMap::new(),
+            capacity: (bytes / per_entry) as usize,
+        }
+    }
+
+    fn get(&self, key: u64) -> Option<Checked> {
+        self.map.get(&key).copied()
+    }
+
+    fn insert(&mut self, key: u64, checked: Checked) {
+        if self.map.len() < self.capacity {
+            self.map.insert(key, checked);
+        }
+    }
+}
 
 impl<S: TableStore> Prover<'_, S> {
     /// Checks that the attacker wins from the current position within `plies` (see the module
@@ -67,6 +95,12 @@ impl<S: TableStore> Prover<'_, S> {
             leaf: Some(leaf),
             line_bound: matches!(leaf, Leaf::Repetition(_)),
         };
+        // Every position replayed counts against the limits, as the positions the prover
+        // expands do: a proof with many transpositions and a full memo takes time, not memory.
+        self.tick();
+        if let Some(Halt::Limit(reason)) = self.halted {
+            return Ok(Err(format!("stopped by the {} limit", reason.name())));
+        }
         let attacker_to_move = self.board.side_to_move() == self.attacker;
         // A repetition the defender loses by rule ends the line in a win. Any other repetition
         // is no end: the proof must still reach its end within the plies left, which shrink at
@@ -111,10 +145,10 @@ impl<S: TableStore> Prover<'_, S> {
         if plies == 0 {
             return Ok(Err(format!("no plies left in {}", self.fen())));
         }
-        if let Some(c) = memo.get(&self.memo_key())
+        if let Some(c) = memo.get(self.memo_key())
             && c.dist <= plies
         {
-            return Ok(Ok(*c));
+            return Ok(Ok(c));
         }
         let checked = if attacker_to_move {
             self.check_attacker(plies, memo)?

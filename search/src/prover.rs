@@ -283,7 +283,7 @@ impl<'a, S: TableStore> Prover<'a, S> {
     }
 
     /// Counts one expanded node; every [`TICK`] nodes, looks at the limits.
-    fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         self.nodes += 1;
         self.expanded += 1;
         if self.expanded >= self.budget_end {

@@ -25,6 +25,8 @@ fn run(fen: &str, limits: &Limits) -> Result<search::SearchResult, SearchError> 
 
 /// A mate in 3 plies (a stalemate: the black king has no move and is not in check).
 const MATE_IN_3: &str = "4k4/9/9/9/9/9/9/9/9/R2K5 w";
+/// A composed mate in 9 plies (docs/search.md).
+const COMPOSED_MATE_IN_9: &str = "3N1aC2/4k4/2Par4/3R5/2b3b2/9/9/9/9/3K5 w";
 /// A harder position: a chariot and a horse against advisors, no mate in a few plies.
 const HARD: &str = "3akab2/9/4b4/9/9/9/9/9/4N4/3K1R3 w";
 
@@ -76,7 +78,9 @@ fn one_or_two_threads_and_any_hash_give_the_same_answer() {
             hash_bytes: hash,
             ..Limits::default()
         };
-        for fen in [fen, MATE_IN_3] {
+        // The composed mate's proof, checked with the least hash, has more positions than the
+        // check's memo then holds.
+        for fen in [fen, MATE_IN_3, COMPOSED_MATE_IN_9] {
             let r = run(fen, &limits).unwrap();
             answers.push((fen, threads, hash, r.outcome, r.plies));
         }

@@ -7,7 +7,10 @@ Serves web/index.html at `/` and the other files of web/ by name, and answers
   GET /api/v1/probe?fen=FEN&rules=RULES
   GET /api/v1/mainline?fen=FEN&rules=RULES
   GET /api/v1/tables
+  GET /api/v1/search?fen=FEN&rules=RULES
 from the JSON fixtures in web/dev/fixtures/ (keyed by board + side to move; see make_fixtures.py).
+A search of a fixture position answers from its tables (`source: tables`, as the server does for
+stored material); any other position's search answers `unknown`, stopped by the time limit.
 A FEN that is malformed gets a 400, one listed in errors.json its error, any other a 404 naming its
 endgame. --delay adds latency to every API answer so that loading states can be seen.
 """
@@ -171,7 +174,7 @@ class Handler(BaseHTTPRequestHandler):
                         seen.add(t)
                         tables.append({"table": t, "rules": rules, "example_fen": k})
             return self.send_json(200, {"tables": tables})
-        if path not in ("/api/v1/probe", "/api/v1/mainline"):
+        if path not in ("/api/v1/probe", "/api/v1/mainline", "/api/v1/search"):
             return self.send_json(404, {"error": f"no such endpoint: {path}"})
         fen = query.get("fen", [""])[0]
         rules = query.get("rules", [DEFAULT_RULES])[0] or DEFAULT_RULES
@@ -186,6 +189,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(400, {"error": str(e)})
         if key in ERRORS:
             return self.send_json(ERRORS[key]["status"], {"error": ERRORS[key]["error"]})
+        if path.endswith("search"):
+            return self.send_json(200, search_report(rules, key, fen))
         store = PROBES if path.endswith("probe") else MAINLINES
         report = store.get((rules, key))
         if report is None:
@@ -200,6 +205,30 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(404, {"error": f"This endgame ({sig}) is not in the "
                                                      f"tablebase{extra}"})
         return self.send_json(200, report)
+
+
+# The limits a server applies to a search that asks for none (as in docs/http-api.md).
+SEARCH_LIMITS = {"max_plies": 41, "nodes": 20000000, "time_ms": 10000, "threads": 1, "hash_mib": 64}
+
+
+def search_report(rules, key, fen):
+    """A search's answer: the tables' for a fixture position, else unknown."""
+    probe, line = PROBES.get((rules, key)), MAINLINES.get((rules, key))
+    report = {"fen": fen, "side_to_move": "red" if key.endswith(" w") else "black", "rules": rules,
+              "result": "unknown", "dtm_plies": None, "shortest": False, "best_move": None,
+              "line": [], "end": None, "source": "search", "searched_plies": 12, "nodes": 4000000,
+              "table_hits": 0, "time_ms": SEARCH_LIMITS["time_ms"], "stopped": "time",
+              "limits": SEARCH_LIMITS}
+    if probe is None:
+        return report
+    moves = [{k: m[k] for k in ("iccs", "chinese", "wxf")} for m in (line or {}).get("moves", [])]
+    decided = probe["category"] in ("win", "loss")
+    report.update(fen=probe["fen"], result=probe["category"], source="tables", searched_plies=0,
+                  nodes=0, time_ms=1, stopped=None, line=moves,
+                  best_move=moves[0]["iccs"] if moves else None,
+                  dtm_plies=probe["dtm_plies"] if probe["dtm_plies"] is not None else probe["rule_plies"],
+                  shortest=decided, end=(line or {}).get("end", "draw"))
+    return report
 
 
 def main():
