@@ -26,6 +26,7 @@ mod answer;
 mod deepening;
 mod error;
 mod limits;
+mod plan;
 mod proof;
 mod prover;
 mod report;
