@@ -14,14 +14,16 @@
 //! Work goes out in units of a budget of positions ([`Plan::take`]), each resuming its depth
 //! from what the transposition table kept, to the kind of work with the least (weighted) work
 //! so far: one thread interleaves the kinds and more threads run them side by side, all
-//! sharing the transposition table, so what one settles the others read.
+//! sharing the transposition table, so what one settles the others read. A thread with nothing
+//! else to do helps the deepening from the other end, settling the root moves it would try
+//! last ([`help`]).
 
 use crate::answer::{LineMove, Outcome, SearchResult, Source};
 use crate::error::SearchError;
 use crate::limits::{Control, Limits, MAX_PLIES, StopReason};
 use crate::plan::{Plan, Settled, Work};
 use crate::proof::{Leaf, Memo};
-use crate::prover::{Prover, Shared};
+use crate::prover::{Child, Prover, Shared, Status};
 use crate::transposition::Table;
 use probe::{LineEnd, Tablebase};
 use std::sync::Mutex;
@@ -220,7 +222,10 @@ fn deepen<S: TableStore>(
                         Prover::new(shared, attacker(us, seq as u16 + 1), board)
                     });
                     let before = prover.expanded;
-                    let proved = prover.prove(unit.plies, unit.budget);
+                    let proved = match unit.work {
+                        Work::Help(_) => help(prover, unit.plies, unit.budget),
+                        _ => prover.prove(unit.plies, unit.budget).map(Some),
+                    };
                     let spent = prover.expanded - before + 1;
                     let mut plan = plan.lock().expect("plan lock");
                     match proved {
@@ -274,6 +279,31 @@ fn deepen<S: TableStore>(
             }
         }
     }
+}
+
+/// Settles, within `budget`, the root move of depth `plies` that looks least promising to the
+/// deepening (the largest proof number, the last such move), or finds none open (`None`).
+fn help<S: TableStore>(
+    prover: &mut Prover<'_, S>,
+    plies: u16,
+    budget: u64,
+) -> Result<Option<Status>, SearchError> {
+    let mut target = None;
+    for &m in prover.board.legal_moves().iter() {
+        let c = prover.child(m, plies - 1)?;
+        let open = !c.status.is_proven() && !c.status.is_disproven();
+        if open && target.is_none_or(|t: Child| c.status.pn >= t.status.pn) {
+            target = Some(c);
+        }
+    }
+    let Some(c) = target else {
+        prover.halted = None;
+        return Ok(None);
+    };
+    prover.push(c.mv, c.key);
+    let status = prover.prove(plies - 1, budget);
+    prover.pop();
+    status.map(Some)
 }
 
 /// Whether `side` has a piece that can give check. A side without one (only its king,

@@ -20,26 +20,35 @@ pub(crate) enum Work {
     /// bound on the shortest mate if the limits stop the search first. Its disproofs settle
     /// every shallower depth too.
     Scout(usize),
+    /// The depth being deepened, from the other end: one of its root moves, the one that looks
+    /// least promising to the deepening, settled on its own within a budget. The deepening
+    /// reads what it settles from the transposition table. Disproving a depth means disproving
+    /// every root move, so a second thread shares that work this way where a second df-pn on the
+    /// same root would follow the same path as the first.
+    Help(usize),
 }
 
 impl Work {
-    const ALL: [Work; 4] = [
+    const ALL: [Work; 6] = [
         Work::Deepen(0),
         Work::Deepen(1),
         Work::Scout(0),
         Work::Scout(1),
+        Work::Help(0),
+        Work::Help(1),
     ];
 
     fn index(self) -> usize {
         match self {
             Work::Deepen(seq) => seq,
             Work::Scout(seq) => 2 + seq,
+            Work::Help(seq) => 4 + seq,
         }
     }
 
     pub(crate) fn sequence(self) -> usize {
         match self {
-            Work::Deepen(seq) | Work::Scout(seq) => seq,
+            Work::Deepen(seq) | Work::Scout(seq) | Work::Help(seq) => seq,
         }
     }
 }
@@ -55,7 +64,7 @@ pub(crate) struct Unit {
 /// How much each kind of work's expanded positions count when choosing the next, in the order
 /// of [`Work::index`]: the side to move's wins are what people ask for, so its losses get a
 /// third of the effort.
-const WEIGHT: [u64; 4] = [1, 3, 1, 3];
+const WEIGHT: [u64; 6] = [1, 3, 1, 3, 1, 3];
 
 /// The least budget of a unit of work. A unit resumes its depth from what the transposition
 /// table kept of the last one, so budgets only need to be large enough that the restart from
@@ -79,8 +88,10 @@ pub(crate) struct Plan {
     /// A sequence disproven at every depth: when both are, the position is a draw.
     exact: [bool; 2],
     /// Positions expanded by each kind of work, and whether a thread is on it.
-    spent: [u64; 4],
-    busy: [bool; 4],
+    spent: [u64; 6],
+    busy: [bool; 6],
+    /// A depth at which a helper found no open root move left: no help until it changes.
+    unhelpful: [Option<u16>; 2],
     /// Each sequence's last scouted depth and the budget of its scouts.
     scouted: [u16; 2],
     scout_budget: [u64; 2],
@@ -115,8 +126,9 @@ impl Plan {
             depths: vec![None; max as usize + 1],
             done,
             exact: [false; 2],
-            spent: [0; 4],
-            busy: [false; 4],
+            spent: [0; 6],
+            busy: [false; 6],
+            unhelpful: [None; 2],
             scouted: [0; 2],
             scout_budget: [SCOUT_BUDGET; 2],
             stopped: None,
@@ -200,6 +212,20 @@ impl Plan {
                 plies: open,
                 budget: self.spent[work.index()].max(MIN_BUDGET),
             }),
+            // Help only while the depth is being deepened, and only where it has root moves
+            // that take a search (one ply has none).
+            Work::Help(_)
+                if self.busy[Work::Deepen(seq).index()]
+                    && open >= 3
+                    && self.unhelpful[seq] != Some(open) =>
+            {
+                Some(Unit {
+                    work,
+                    plies: open,
+                    budget: SCOUT_BUDGET,
+                })
+            }
+            Work::Help(_) => None,
             Work::Scout(_) => {
                 let (low, high) = self.scout_window(seq, open)?;
                 let next = self.scouted[seq] + 2;
@@ -228,21 +254,39 @@ impl Plan {
     }
 
     /// Takes in what a unit found.
-    pub(crate) fn record(&mut self, unit: Unit, status: Status, halted: Option<Halt>, spent: u64) {
+    pub(crate) fn record(
+        &mut self,
+        unit: Unit,
+        status: Option<Status>,
+        halted: Option<Halt>,
+        spent: u64,
+    ) {
         let (work, plies) = (unit.work, unit.plies);
         tracing::debug!(
             work = ?work,
             plies,
             budget = unit.budget,
             spent,
-            proven = status.is_proven(),
-            disproven = status.is_disproven(),
+            proven = status.is_some_and(|s| s.is_proven()),
+            disproven = status.is_some_and(|s| s.is_disproven()),
             halted = ?halted,
             "search unit"
         );
         let seq = work.sequence();
         self.busy[work.index()] = false;
         self.spent[work.index()] += spent;
+        if let Work::Help(_) = work {
+            // What a helper settles is a root move's, read by the deepening from the
+            // transposition table; `status` is `None` when no root move was left open.
+            if let Some(Halt::Limit(reason)) = halted {
+                self.stopped.get_or_insert(reason);
+            }
+            if status.is_none() {
+                self.unhelpful[seq] = Some(plies);
+            }
+            return;
+        }
+        let status = status.expect("a status of the depth");
         if status.is_proven() {
             debug_assert!(self.proven(1 - seq).is_none(), "both sides win");
             // Proven within `plies`, and so within the depth of this sequence that its
@@ -316,12 +360,17 @@ mod tests {
     fn a_scouts_proof_is_the_answer_once_the_shallower_depths_are_disproven() {
         let mut plan = Plan::new(41, [false, true]);
         // A scout proves a mate of 13 plies while the deepening is at 9.
-        plan.record(unit(Work::Scout(0), 15), Status::proven(13), None, 100);
+        plan.record(
+            unit(Work::Scout(0), 15),
+            Some(Status::proven(13)),
+            None,
+            100,
+        );
         assert_eq!(plan.bound(), Some(13));
         assert!(plan.settled().is_none());
         plan.record(
             unit(Work::Deepen(0), 9),
-            Status::disproven(false),
+            Some(Status::disproven(false)),
             None,
             100,
         );
@@ -332,7 +381,7 @@ mod tests {
         assert_eq!(plan.scout_window(0, 9), Some((11, 11)));
         plan.record(
             unit(Work::Deepen(0), 11),
-            Status::disproven(false),
+            Some(Status::disproven(false)),
             None,
             100,
         );
@@ -344,13 +393,28 @@ mod tests {
     #[test]
     fn a_disproof_holds_for_every_shallower_depth() {
         let mut plan = Plan::new(41, [false, false]);
-        plan.record(unit(Work::Scout(1), 12), Status::disproven(false), None, 1);
+        plan.record(
+            unit(Work::Scout(1), 12),
+            Some(Status::disproven(false)),
+            None,
+            1,
+        );
         assert_eq!(plan.first_open(1), Some((14, None)));
         assert_eq!(plan.first_open(0), Some((1, None)));
         // An exact disproof ends its sequence; both ending so is a draw.
-        plan.record(unit(Work::Deepen(0), 3), Status::disproven(true), None, 1);
+        plan.record(
+            unit(Work::Deepen(0), 3),
+            Some(Status::disproven(true)),
+            None,
+            1,
+        );
         assert!(plan.done[0] && plan.settled().is_none());
-        plan.record(unit(Work::Deepen(1), 14), Status::disproven(true), None, 1);
+        plan.record(
+            unit(Work::Deepen(1), 14),
+            Some(Status::disproven(true)),
+            None,
+            1,
+        );
         assert!(matches!(plan.settled(), Some(Settled::Draw)));
     }
 
@@ -359,7 +423,7 @@ mod tests {
         // A loss of the side to move that ends on its own move (an odd distance, by a cycle it
         // loses) is proven within the next even depth.
         let mut plan = Plan::new(41, [false, false]);
-        plan.record(unit(Work::Scout(1), 10), Status::proven(7), None, 1);
+        plan.record(unit(Work::Scout(1), 10), Some(Status::proven(7)), None, 1);
         assert_eq!(plan.proven(1), Some(8));
         // The other side's wins are no longer searched.
         assert!(plan.unit(Work::Deepen(0)).is_none());
@@ -377,13 +441,45 @@ mod tests {
         assert_eq!((second.work, second.plies), (Work::Deepen(1), 2));
         let third = plan.take().unwrap();
         assert_eq!((third.work, third.plies), (Work::Scout(0), 3));
-        plan.record(first, Status::open(5, 5), Some(Halt::Budget), 1000);
-        plan.record(second, Status::open(5, 5), Some(Halt::Budget), 100);
-        plan.record(third, Status::open(5, 5), Some(Halt::Budget), 10);
+        plan.record(first, Some(Status::open(5, 5)), Some(Halt::Budget), 1000);
+        plan.record(second, Some(Status::open(5, 5)), Some(Halt::Budget), 100);
+        plan.record(third, Some(Status::open(5, 5)), Some(Halt::Budget), 10);
         // Wins' scout (10) before losses' deepening (3 x 100) and wins' deepening (1000); the
         // losses' scout has done nothing yet.
         assert_eq!(plan.take().unwrap().work, Work::Scout(1));
         assert_eq!(plan.take().unwrap().work, Work::Scout(0));
+    }
+
+    #[test]
+    fn a_helper_works_only_beside_the_deepening_of_its_depth() {
+        let mut plan = Plan::new(41, [false, true]);
+        let deepening = |plan: &mut Plan| {
+            let u = plan.unit(Work::Deepen(0)).unwrap();
+            plan.busy[Work::Deepen(0).index()] = true;
+            u
+        };
+        // Depth 1 has no root moves to share.
+        let deepen = deepening(&mut plan);
+        assert_eq!(deepen.plies, 1);
+        assert!(plan.unit(Work::Help(0)).is_none());
+        plan.record(deepen, Some(Status::disproven(false)), None, 1);
+        // Nor is there help for a depth that no thread is deepening.
+        assert!(plan.unit(Work::Help(0)).is_none());
+        let deepen = deepening(&mut plan);
+        assert_eq!(deepen.plies, 3);
+        let help = plan.unit(Work::Help(0)).unwrap();
+        assert_eq!(help.plies, 3);
+        // A helper that finds no open root move waits for the next depth.
+        plan.record(help, None, None, 1);
+        assert!(plan.unit(Work::Help(0)).is_none());
+        plan.record(deepen, Some(Status::disproven(false)), None, 1);
+        let deepen = deepening(&mut plan);
+        assert_eq!(deepen.plies, 5);
+        let help = plan.unit(Work::Help(0)).unwrap();
+        assert_eq!(help.plies, 5);
+        // A helper does not settle a depth: only the deepening records it.
+        plan.record(help, Some(Status::disproven(false)), None, 1);
+        assert_eq!(plan.first_open(0), Some((5, None)));
     }
 
     #[test]
@@ -393,7 +489,7 @@ mod tests {
         for _ in 0..4 {
             let u = plan.unit(Work::Scout(0)).unwrap();
             tried.push((u.plies, u.budget));
-            plan.record(u, Status::open(5, 5), Some(Halt::Budget), 1);
+            plan.record(u, Some(Status::open(5, 5)), Some(Halt::Budget), 1);
         }
         let b = SCOUT_BUDGET;
         assert_eq!(tried, [(3, b), (5, b), (7, b), (3, 2 * b)]);
@@ -401,7 +497,7 @@ mod tests {
         let u = plan.unit(Work::Scout(0)).unwrap();
         plan.record(
             u,
-            Status::open(5, 5),
+            Some(Status::open(5, 5)),
             Some(Halt::Limit(StopReason::Time)),
             1,
         );
