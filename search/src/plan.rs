@@ -101,7 +101,7 @@ pub(crate) struct Plan {
 
 /// What one depth of the deepening found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Depth {
+enum Depth {
     /// The attacker wins within this many plies.
     Proven,
     /// It does not.
@@ -275,12 +275,12 @@ impl Plan {
         let seq = work.sequence();
         self.busy[work.index()] = false;
         self.spent[work.index()] += spent;
+        if let Some(Halt::Limit(reason)) = halted {
+            self.stopped.get_or_insert(reason);
+        }
         if let Work::Help(_) = work {
             // What a helper settles is a root move's, read by the deepening from the
             // transposition table; `status` is `None` when no root move was left open.
-            if let Some(Halt::Limit(reason)) = halted {
-                self.stopped.get_or_insert(reason);
-            }
             if status.is_none() {
                 self.unhelpful[seq] = Some(plies);
             }
@@ -307,21 +307,15 @@ impl Plan {
                 self.exact[seq] = true;
             }
         }
-        match halted {
-            Some(Halt::Limit(reason)) => {
-                self.stopped.get_or_insert(reason);
+        if halted == Some(Halt::Budget) && matches!(work, Work::Scout(_)) {
+            self.scouted[seq] = plies;
+            if let Some((_, high)) = self
+                .first_open(seq)
+                .and_then(|(open, _)| self.scout_window(seq, open))
+                && plies >= high
+            {
+                self.scout_budget[seq] = self.scout_budget[seq].saturating_mul(2);
             }
-            Some(Halt::Budget) if matches!(work, Work::Scout(_)) => {
-                self.scouted[seq] = plies;
-                if let Some((_, high)) = self
-                    .first_open(seq)
-                    .and_then(|(open, _)| self.scout_window(seq, open))
-                    && plies >= high
-                {
-                    self.scout_budget[seq] = self.scout_budget[seq].saturating_mul(2);
-                }
-            }
-            _ => {}
         }
     }
 

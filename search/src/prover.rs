@@ -317,8 +317,7 @@ impl<'a, S: TableStore> Prover<'a, S> {
             // Settled at another depth only, no plies left to search, or numbers found with
             // another number of plies left: no guess from it. Numbers from a shallower search
             // mislead a deeper one, whose mate may run through the very lines that looked
-            // hopeless with fewer plies (a scout's proofs of long quiet mates came out several
-            // times slower with them).
+            // hopeless with fewer plies.
             None
         } else {
             Some(Status::open(e.pn as u64, e.dn as u64))
