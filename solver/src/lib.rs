@@ -15,8 +15,10 @@
 //! never on storage, async runtimes or the network.
 //!
 //! The modules, lowest first (each uses only those before it):
-//! - `state`: the two-byte state of each position during a solve, every bit named;
-//! - `position`: a position of a job as a board and as index squares, its moves' slots;
+//! - `position`: a job's slots, and a position of it as a board and as index squares, its
+//!   moves' slots;
+//! - `state` and `level_state`: the state of each position during a solve, every code named:
+//!   two bytes through the rule phase, one through the retrograde levels;
 //! - `capture`: the values of the moves that leave a job (captures, pawn advances into other
 //!   slices);
 //! - `retrograde`: the retrograde phase (values that end in mate);
@@ -40,6 +42,7 @@ mod asian;
 mod capture;
 mod error;
 mod job;
+mod level_state;
 mod position;
 mod progress;
 mod retrograde;

@@ -7,8 +7,63 @@
 //! step forward into another slice) leaves the job like a capture does; [`SlotPosition::stays`]
 //! is the one test of that.
 
+use crate::CHUNK_SLOTS;
 use xiangqi::{Board, Color, MAX_MOVES, Move, MoveList, Piece};
-use xqtb_core::{MAX_PIECES, Shifts, SlotRange, TableIndex};
+use xqtb_core::{MAX_PIECES, RuleSet, Shifts, SlotRange, TableIndex};
+
+/// A job: the slots of a table it solves and under which rules, and how its passes split them
+/// into chunks of [`CHUNK_SLOTS`] (Red's chunks, then Black's).
+pub(crate) struct Job<'a> {
+    pub(crate) index: &'a TableIndex,
+    /// The job's slots: states are indexed by slot minus `slots.start`.
+    pub(crate) slots: SlotRange,
+    pub(crate) rules: RuleSet,
+    pub(crate) pieces: Vec<Piece>,
+    /// Chunks per side.
+    pub(crate) chunks: u64,
+}
+
+impl<'a> Job<'a> {
+    /// The job over `slots` of `index` under `rules`.
+    pub(crate) fn new(index: &'a TableIndex, rules: RuleSet, slots: SlotRange) -> Job<'a> {
+        Job {
+            index,
+            slots,
+            rules,
+            pieces: index.piece_list(),
+            chunks: slots.len().div_ceil(CHUNK_SLOTS),
+        }
+    }
+
+    /// Number of the job's slots (per side to move).
+    #[inline]
+    pub(crate) fn len(&self) -> u64 {
+        self.slots.len()
+    }
+
+    /// A position to load the job's slots into.
+    pub(crate) fn position(&self) -> SlotPosition<'_> {
+        SlotPosition::new(self.index, &self.pieces, self.slots)
+    }
+
+    /// The chunk of both sides that `(side, slot)` lies in.
+    #[inline]
+    pub(crate) fn chunk_of(&self, side: Color, slot: usize) -> usize {
+        side.index() * self.chunks as usize + slot / CHUNK_SLOTS as usize
+    }
+
+    /// The side and the slots of chunk `c` of both sides.
+    #[inline]
+    pub(crate) fn chunk(&self, c: u64) -> (Color, std::ops::Range<u64>) {
+        let side = if c < self.chunks {
+            Color::Red
+        } else {
+            Color::Black
+        };
+        let start = (c % self.chunks) * CHUNK_SLOTS;
+        (side, start..(start + CHUNK_SLOTS).min(self.len()))
+    }
+}
 
 /// The entry of [`SlotPosition::successors`]' slots for a move that leaves the job (a capture,
 /// or a quiet move to a slot outside the job's range).

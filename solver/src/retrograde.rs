@@ -8,31 +8,32 @@
 //! win, or the slowest capture loss, or "a capture draws, so this cannot be lost"); so are a
 //! job's exits (pawn advances into slices another job solves).
 //!
-//! [`Solver`] holds the job's states ([`crate::state`]); the rule phase ([`crate::asian`])
-//! continues on them where this phase stops. Levels are barriers and every write within a level
-//! is idempotent, so the result is the same bit for bit whatever the thread count.
+//! [`Levels`] holds the job's states, a byte per entry ([`crate::level_state`]); the phase ends
+//! by turning them into two-byte codes, which the rule phase ([`crate::asian`]) continues on.
+//! Levels are barriers and every write within a level is idempotent, so the result is the same
+//! bit for bit whatever the thread count.
 
-use crate::CHUNK_SLOTS;
 use crate::capture::ExitValues;
 use crate::error::SolveError;
-use crate::position::{SlotPosition, prefetch};
+use crate::level_state::{CANDIDATE, Capture, ILLEGAL, LOSES_BY_NOW, LevelStates};
+use crate::position::{Job, SlotPosition, prefetch};
 use crate::progress::Progress;
-use crate::state::{Capture, ILLEGAL, Unresolved, is_resolved};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
-use xiangqi::{Color, MoveList, Piece};
-use xqtb_core::{MoveReading, Probe, ProbeError, RuleSet, SlotRange, TableIndex, Value};
+use xiangqi::{Color, MoveList};
+use xqtb_core::{MoveReading, Probe, ProbeError, Value};
 
 const MAX_DTM: u16 = Value::MAX_DTM;
 
-/// Level-by-level retrograde analysis to mate.
+/// Level-by-level retrograde analysis to mate of `job`; returns the two-byte codes of its
+/// entries, per side to move ([`LevelStates::into_codes`]).
 pub(crate) fn retrograde(
-    solver: &Solver,
+    job: &Job,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(), SolveError> {
-    let index = solver.index;
-    let signature = index.signature();
+) -> Result<[Vec<u16>; 2], SolveError> {
+    let signature = job.index.signature();
+    let mut solver = Levels::new(job, window());
     let started = std::time::Instant::now();
     let max_pending = solver.init(deps, progress)?;
     tracing::info!(table = %signature, secs = started.elapsed().as_secs_f64(), "captures and mates folded");
@@ -40,6 +41,9 @@ pub(crate) fn retrograde(
     let mut level: u16 = 1;
     let mut idle = 0;
     loop {
+        if solver.states.must_slide(level) {
+            solver.states.slide(level, &solver.pending);
+        }
         let changed = if level % 2 == 1 {
             solver.win_level(level)
         } else {
@@ -48,7 +52,7 @@ pub(crate) fn retrograde(
         progress(Progress::Level {
             level,
             resolved: solver.resolved.load(Relaxed),
-            total: 2 * solver.slots.len(),
+            total: 2 * job.len(),
         });
         idle = if changed == 0 { idle + 1 } else { 0 };
         if idle >= 2 && level > max_pending {
@@ -60,106 +64,88 @@ pub(crate) fn retrograde(
         level += 1;
     }
     tracing::info!(table = %signature, levels = level, secs = started.elapsed().as_secs_f64(), "levels done");
-    Ok(())
+    Ok(solver.states.into_codes(job.rules))
 }
 
-pub(crate) struct Solver<'a> {
-    pub(crate) index: &'a TableIndex,
-    /// The job's slots: states are indexed by slot minus `slots.start`.
-    pub(crate) slots: SlotRange,
-    pub(crate) rules: RuleSet,
-    pub(crate) pieces: Vec<Piece>,
-    /// Per side to move and job slot: the entry's state ([`crate::state`]).
-    state: [Vec<AtomicU16>; 2],
+/// The window of levels a state byte spans ([`crate::level_state`]).
+#[cfg(not(test))]
+fn window() -> u16 {
+    crate::level_state::MAX_WINDOW
+}
+
+/// Tests only: the window, smaller than the largest to make the levels slide it often.
+#[cfg(test)]
+pub(crate) static WINDOW: AtomicU16 = AtomicU16::new(crate::level_state::MAX_WINDOW);
+
+#[cfg(test)]
+fn window() -> u16 {
+    WINDOW.load(Relaxed)
+}
+
+/// The retrograde phase's work on one job: its states, a byte per entry, and per chunk what
+/// the next levels have to visit.
+struct Levels<'a> {
+    job: &'a Job<'a>,
+    states: LevelStates,
     resolved: AtomicU64,
-    /// Blocks per side.
-    pub(crate) chunks: u64,
     /// Per chunk (Red's chunks, then Black's) and level parity: an entry was resolved there at
     /// the last level of that parity. Lets a level visit only the chunks with work.
-    pub(crate) fresh: [Vec<AtomicBool>; 2],
+    fresh: [Vec<AtomicBool>; 2],
     /// Per chunk: a candidate was marked there in this loss level.
-    pub(crate) marked: Vec<AtomicBool>,
-    /// Per chunk: the smallest capture distance still pending there (a level to visit it at).
+    marked: Vec<AtomicBool>,
+    /// Per chunk: the first level a capture falls due at there (a level to visit it at).
     pending: Vec<AtomicU16>,
 }
 
-impl<'a> Solver<'a> {
-    pub(crate) fn new(index: &'a TableIndex, rules: RuleSet, slots: SlotRange) -> Self {
-        let n = slots.len() as usize;
-        let state = [0, 1].map(|_| (0..n).map(|_| AtomicU16::new(ILLEGAL)).collect());
-        let chunks = slots.len().div_ceil(CHUNK_SLOTS);
+impl<'a> Levels<'a> {
+    fn new(job: &'a Job<'a>, window: u16) -> Self {
         let flags = || {
-            (0..2 * chunks)
+            (0..2 * job.chunks)
                 .map(|_| AtomicBool::new(false))
                 .collect::<Vec<_>>()
         };
-        Solver {
-            index,
-            slots,
-            rules,
-            pieces: index.piece_list(),
-            state,
+        Levels {
+            job,
+            states: LevelStates::new(job.len(), window),
             resolved: AtomicU64::new(0),
-            chunks,
             fresh: [flags(), flags()],
             marked: flags(),
-            pending: (0..2 * chunks).map(|_| AtomicU16::new(u16::MAX)).collect(),
+            pending: (0..2 * job.chunks)
+                .map(|_| AtomicU16::new(u16::MAX))
+                .collect(),
         }
-    }
-
-    /// Number of the job's slots (per side to move).
-    #[inline]
-    pub(crate) fn len(&self) -> u64 {
-        self.slots.len()
-    }
-
-    /// A position to load the job's slots into.
-    pub(crate) fn position(&self) -> SlotPosition<'_> {
-        SlotPosition::new(self.index, &self.pieces, self.slots)
-    }
-
-    #[inline]
-    pub(crate) fn chunk_of(&self, side: Color, slot: usize) -> usize {
-        side.index() * self.chunks as usize + slot / CHUNK_SLOTS as usize
     }
 
     /// Records that (`side`, `slot`) was resolved at `level`.
     #[inline]
-    pub(crate) fn note_resolved(&self, side: Color, slot: usize, level: u16) {
-        self.fresh[level as usize % 2][self.chunk_of(side, slot)].store(true, Relaxed);
+    fn note_resolved(&self, side: Color, slot: usize, level: u16) {
+        self.fresh[level as usize % 2][self.job.chunk_of(side, slot)].store(true, Relaxed);
     }
 
     /// Runs `f(side, slot, code, position)` in parallel over the slots whose code `wanted`
     /// accepts, in the chunks `visit` selects; `f` returns how many entries it resolved. Each
-    /// visited chunk's pending capture distance is recomputed past `level`.
+    /// visited chunk's pending capture level is recomputed past `level`.
     fn scan(
         &self,
         level: u16,
         visit: impl Fn(usize) -> bool + Sync,
-        wanted: impl Fn(u16) -> bool + Sync,
-        f: impl Fn(Color, u64, u16, &mut SlotPosition) -> u64 + Sync,
+        wanted: impl Fn(u8) -> bool + Sync,
+        f: impl Fn(Color, u64, u8, &mut SlotPosition) -> u64 + Sync,
     ) -> u64 {
-        let size = self.len();
-        let chunks = self.chunks;
-        (0..2 * chunks as usize)
+        (0..2 * self.job.chunks)
             .into_par_iter()
-            .filter(|&b| visit(b))
-            .map(|b| {
-                let side = if (b as u64) < chunks {
-                    Color::Red
-                } else {
-                    Color::Black
-                };
-                let start = (b as u64 % chunks) * CHUNK_SLOTS;
-                let end = (start + CHUNK_SLOTS).min(size);
-                let mut pos = self.position();
-                let states = &self.state[side.index()];
+            .filter(|&c| visit(c as usize))
+            .map(|c| {
+                let (side, slots) = self.job.chunk(c);
+                let mut pos = self.job.position();
+                let states = self
+                    .states
+                    .run(side, slots.start as usize, slots.end as usize);
                 let mut changed = 0;
                 let mut next_pending = u16::MAX;
-                for slot in start..end {
-                    let code = states[slot as usize].load(Relaxed);
-                    if let Some(Capture::Loses(d) | Capture::Wins(d)) =
-                        Unresolved::of(code).map(Unresolved::capture)
+                for (slot, a) in slots.zip(states) {
+                    let code = a.load(Relaxed);
+                    if let Some(d) = self.states.capture_level(code)
                         && d > level
                     {
                         next_pending = next_pending.min(d);
@@ -168,7 +154,7 @@ impl<'a> Solver<'a> {
                         changed += f(side, slot, code, &mut pos);
                     }
                 }
-                self.pending[b].store(next_pending, Relaxed);
+                self.pending[c as usize].store(next_pending, Relaxed);
                 changed
             })
             .sum()
@@ -181,18 +167,17 @@ impl<'a> Solver<'a> {
         deps: &dyn Probe,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<u16, SolveError> {
-        let sig = self.index.signature();
-        let size = self.len();
-        let chunks = size.div_ceil(CHUNK_SLOTS);
+        let sig = self.job.index.signature();
+        let size = self.job.len();
         let done = AtomicU64::new(0);
-        let exits = ExitValues::new(self.index, self.rules, deps);
+        let exits = ExitValues::new(self.job.index, self.job.rules, deps);
         // Both sides to move of a slot share one placement, so each is set up once.
-        let max_pending = (0..chunks)
+        let max_pending = (0..self.job.chunks)
             .into_par_iter()
-            .map(|b| -> Result<u16, SolveError> {
-                let start = b * CHUNK_SLOTS;
-                let end = (start + CHUNK_SLOTS).min(size);
-                let mut pos = self.position();
+            .map(|c| -> Result<u16, SolveError> {
+                let (_, slots) = self.job.chunk(c);
+                let (start, end) = (slots.start, slots.end);
+                let mut pos = self.job.position();
                 let mut moves = MoveList::new();
                 let mut max_pending = 0;
                 let mut min_pending = [u16::MAX; 2];
@@ -209,7 +194,6 @@ impl<'a> Solver<'a> {
                     if pos.board.opponent_in_check() {
                         continue;
                     }
-                    let states = &self.state[side.index()];
                     moves.clear();
                     pos.board.pseudo_moves(&mut moves);
                     let in_check = pos.board.in_check(side);
@@ -243,7 +227,8 @@ impl<'a> Solver<'a> {
                         }
                     }
                     if !any_legal {
-                        states[slot as usize].store(Value::Loss(0).encode(), Relaxed);
+                        let mate = self.states.resolved(0);
+                        self.states.at(side, slot as usize).store(mate, Relaxed);
                         self.note_resolved(side, slot as usize, 0);
                         resolved += 1;
                         continue;
@@ -253,9 +238,6 @@ impl<'a> Solver<'a> {
                     } else {
                         worst_loss
                     };
-                    if dist > Capture::MAX_DISTANCE {
-                        return Err(SolveError::DtmOverflow(sig, Capture::MAX_DISTANCE));
-                    }
                     let capture = if best_win != u16::MAX {
                         Capture::Wins(best_win)
                     } else if draw {
@@ -264,14 +246,14 @@ impl<'a> Solver<'a> {
                         Capture::Loses(worst_loss)
                     };
                     max_pending = max_pending.max(dist);
-                    if dist > 0 {
+                    if dist > 0 && capture != Capture::Holds {
                         let m = &mut min_pending[side.index()];
                         *m = (*m).min(dist);
                     }
-                    states[slot as usize].store(Unresolved::new(capture).code(), Relaxed);
+                    self.states.set_unresolved(side, slot as usize, capture);
                 }
                 for side in Color::ALL {
-                    let chunk = self.chunk_of(side, start as usize);
+                    let chunk = self.job.chunk_of(side, start as usize);
                     self.pending[chunk].store(min_pending[side.index()], Relaxed);
                 }
                 self.resolved.fetch_add(resolved, Relaxed);
@@ -289,9 +271,9 @@ impl<'a> Solver<'a> {
     /// Odd level: predecessors of positions lost in `n - 1`, and captures winning in `n`, are won
     /// in `n`.
     fn win_level(&self, n: u16) -> u64 {
-        let lost = Value::Loss(n - 1).encode();
-        let won = Value::Win(n).encode();
-        let cap_win = Unresolved::new(Capture::Wins(n)).code();
+        let lost = self.states.resolved(n - 1);
+        let won = self.states.resolved(n);
+        let cap_win = self.states.wins(n);
         let fresh = &self.fresh[(n as usize - 1) % 2];
         let changed = self.scan(
             n,
@@ -300,16 +282,15 @@ impl<'a> Solver<'a> {
             |side, slot, code, pos| {
                 if code == cap_win {
                     // Lost races with a predecessor write are harmless: both write `won`.
-                    self.state[side.index()][slot as usize].store(won, Relaxed);
+                    self.states.at(side, slot as usize).store(won, Relaxed);
                     self.note_resolved(side, slot as usize, n);
                     return 1;
                 }
                 let them = side.opponent();
-                let preds = &self.state[them.index()];
                 let mut changed = 0;
-                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                    let c = preds[p].load(Relaxed);
-                    if Unresolved::of(c).is_some() && preds[p].swap(won, Relaxed) != won {
+                for &p in pos.predecessors(|p| prefetch(self.states.at(them, p))) {
+                    let a = self.states.at(them, p);
+                    if self.states.is_unresolved(a.load(Relaxed)) && a.swap(won, Relaxed) != won {
                         self.note_resolved(them, p, n);
                         changed += 1;
                     }
@@ -321,11 +302,11 @@ impl<'a> Solver<'a> {
         changed
     }
 
-    /// Even level: mark candidates (unresolved predecessors of positions won in `n - 1` that
-    /// could lose), then resolve each candidate lost in `n` if every move leads to an opponent
-    /// win.
+    /// Even level: mark candidates (unresolved predecessors of positions won in `n - 1` whose
+    /// captures all lose by `n`), then resolve each candidate, and each position whose captures
+    /// fall due at `n`, as lost in `n` if every move leads to an opponent win.
     fn loss_level(&self, n: u16) -> u64 {
-        let won = Value::Win(n - 1).encode();
+        let won = self.states.resolved(n - 1);
         let fresh = &self.fresh[(n as usize - 1) % 2];
         self.scan(
             n - 1,
@@ -333,38 +314,32 @@ impl<'a> Solver<'a> {
             |c| c == won,
             |side, _slot, _code, pos| {
                 let them = side.opponent();
-                let preds = &self.state[them.index()];
-                for &p in pos.predecessors(|p| prefetch(&preds[p])) {
-                    let Some(u) = Unresolved::of(preds[p].load(Relaxed)) else {
-                        continue;
-                    };
-                    // A position whose capture wins or draws is never lost.
-                    if matches!(u.capture(), Capture::Loses(_)) && !u.is_candidate() {
-                        preds[p].store(u.as_candidate().code(), Relaxed);
-                        self.marked[self.chunk_of(them, p)].store(true, Relaxed);
+                for &p in pos.predecessors(|p| prefetch(self.states.at(them, p))) {
+                    let a = self.states.at(them, p);
+                    // A position whose capture wins or draws is never lost; one whose capture
+                    // loses later than `n` is tested when it falls due.
+                    if self.states.may_lose_at(a.load(Relaxed), n) {
+                        a.store(CANDIDATE, Relaxed);
+                        self.marked[self.job.chunk_of(them, p)].store(true, Relaxed);
                     }
                 }
                 0
             },
         );
-        let due = Unresolved::new(Capture::Loses(n));
-        let lost = Value::Loss(n).encode();
+        let due = self.states.loses(n);
+        let lost = self.states.resolved(n);
         let changed = self.scan(
             n,
             |b| self.marked[b].swap(false, Relaxed) | (self.pending[b].load(Relaxed) == n),
-            |c| Unresolved::of(c).is_some_and(|u| u.is_candidate() || u == due),
-            |side, slot, code, pos| {
-                let u = Unresolved::of(code).expect("unresolved").not_candidate();
-                let own = &self.state[side.index()][slot as usize];
-                let Capture::Loses(d) = u.capture() else {
-                    unreachable!("only positions whose captures lose are candidates")
-                };
-                if d <= n && self.all_moves_lose(side, pos) {
+            |c| c == CANDIDATE || c == due,
+            |side, slot, _code, pos| {
+                let own = self.states.at(side, slot as usize);
+                if self.all_moves_lose(side, pos) {
                     own.store(lost, Relaxed);
                     self.note_resolved(side, slot as usize, n);
                     1
                 } else {
-                    own.store(u.code(), Relaxed);
+                    own.store(LOSES_BY_NOW, Relaxed);
                     0
                 }
             },
@@ -377,29 +352,43 @@ impl<'a> Solver<'a> {
     /// resolved win for the opponent (the others are folded into its state). Moves into illegal
     /// slots are illegal moves and do not count.
     fn all_moves_lose(&self, side: Color, pos: &mut SlotPosition) -> bool {
-        let succ = &self.state[side.opponent().index()];
+        let them = side.opponent();
         // Slots are computed one by one: most candidates fail at one of their first moves.
         let mut list = MoveList::new();
         pos.board.pseudo_moves(&mut list);
         list.iter().filter_map(|&m| pos.stays(m)).all(|q| {
-            let c = succ[q].load(Relaxed);
-            c == ILLEGAL || (is_resolved(c) && matches!(Value::decode(c), Value::Win(_)))
+            let c = self.states.at(them, q).load(Relaxed);
+            c == ILLEGAL || self.states.is_won(c)
         })
     }
+}
 
-    /// The states of the entries with `side` to move.
-    #[inline]
-    pub(crate) fn states(&self, side: Color) -> &[AtomicU16] {
-        &self.state[side.index()]
-    }
+#[cfg(test)]
+mod tests {
+    use super::WINDOW;
+    use crate::level_state::MAX_WINDOW;
+    use std::sync::atomic::Ordering::Relaxed;
+    use xqtb_core::{RuleSet, TableId};
 
-    /// Turns the states into final values: everything still open is a draw.
-    pub(crate) fn finish(self) -> [Vec<u16>; 2] {
-        let rules = self.rules;
-        self.state.map(|v| {
-            v.into_iter()
-                .map(|a| crate::state::final_code(rules, a.into_inner()))
-                .collect()
-        })
+    /// The tables do not depend on the window of levels a state byte spans: with a window of 2
+    /// the window slides at every level, every capture beyond the next level is far, and every
+    /// position resolved two levels ago is spilled. KRvKN has mates of 25 plies and captures
+    /// into KRvK and KNvK; under `asian` its rule phase starts from the slid states.
+    #[test]
+    fn tables_are_the_same_whatever_the_window() {
+        let sig: xqtb_core::Signature = "KRvKN".parse().unwrap();
+        for rules in [RuleSet::CyclesAreDraws, RuleSet::Asian] {
+            let solve = |window: u16| {
+                WINDOW.store(window, Relaxed);
+                let tables = crate::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
+                WINDOW.store(MAX_WINDOW, Relaxed);
+                let t = tables.get(&TableId::new(rules, sig)).unwrap().clone();
+                xiangqi::Color::ALL.map(|side| t.codes(side).to_vec())
+            };
+            let wide = solve(MAX_WINDOW);
+            for window in [2, 3, 7] {
+                assert!(solve(window) == wide, "{rules:?}: window {window} differs");
+            }
+        }
     }
 }

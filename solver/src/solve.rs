@@ -8,8 +8,9 @@
 //! skipped, since the job that owns them reads this one's values as its exits.
 
 use crate::error::SolveError;
+use crate::position::Job;
 use crate::progress::Progress;
-use crate::retrograde::{Solver, retrograde};
+use crate::retrograde::retrograde;
 use crate::slices::{SliceDeps, assemble};
 use std::sync::Arc;
 use xqtb_core::{Probe, RuleSet, SlotRange, Table, TableId, TableIndex};
@@ -64,16 +65,15 @@ pub fn solve_range(
     if id.rules.solves_slices_apart(&index) && index.slices_in(slots) > 1 {
         return solve_in_slot_order(id, index, slots, deps, progress);
     }
-    let solver = Solver::new(&index, id.rules, slots);
+    let job = Job::new(&index, id.rules, slots);
     // Plain retrograde analysis first: under every rule set, what it resolves ends in mate (a
     // capture into a rule-decided position of another table counts as a draw here).
-    retrograde(&solver, deps, progress)?;
+    let codes = retrograde(&job, deps, progress)?;
     // The one place the solver depends on the rule set: what is left unresolved.
-    match id.rules {
-        RuleSet::CyclesAreDraws => {}
-        RuleSet::Asian => crate::asian::decide(&solver, deps, progress)?,
-    }
-    let values = solver.finish();
+    let values = match id.rules {
+        RuleSet::CyclesAreDraws => codes,
+        RuleSet::Asian => crate::asian::decide(job, codes, deps, progress)?,
+    };
     Ok(Table::part(index, id.rules, slots, values))
 }
 

@@ -1,120 +1,18 @@
-//! The solver's state of each entry (a position of the job: side to move and slot), two bytes,
-//! and every meaning its bits have. Nothing else in the crate reads or writes a state's bits.
+//! The rule phase's state of each entry (a position of the job: side to move and slot), two
+//! bytes, and every meaning its bits have. Nothing else in the crate reads or writes a state's
+//! bits.
 //!
-//! A state is a value's code ([`Value::encode`]) once the value is known. Before that it says
-//! what the solver knows so far, and what that is depends on the phase:
-//!
-//! - **The retrograde phase** ([`crate::solve()`]) keeps an [`Unresolved`] state for a position
-//!   not yet won or lost: what its moves that leave the job give (its best capture win, its
-//!   slowest capture loss, or "a capture draws, so it cannot be lost") and whether it is a
-//!   candidate of the current loss level. These codes lie where the rule phase's values go, so
-//!   the retrograde phase writes only mate values.
-//! - **The rule phase** ([`crate::asian`]) turns every unresolved state into an [`Undecided`]
-//!   one and writes rule values. An undecided state holds the phase's bookkeeping: a witness
-//!   for the loss levels ([`Witness`]) and [`Flags`].
-//!
-//! Illegal entries hold [`Value::ILLEGAL_CODE`] throughout. What is still unresolved or
-//! undecided at the end is a draw ([`final_code`]).
+//! The retrograde phase keeps its states in a byte each ([`crate::level_state`]) and ends by
+//! turning them into these codes: a value's code ([`Value::encode`]) where it resolved the
+//! position, and for every other position an [`Undecided`] state, which holds the rule phase's
+//! bookkeeping: a witness for the loss levels ([`Witness`]) and [`Flags`]. The rule phase
+//! ([`crate::asian`]) writes rule values over them; what is still undecided at the end is a
+//! draw ([`final_code`]). Illegal entries hold [`Value::ILLEGAL_CODE`] throughout.
 
-use xqtb_core::{RuleSet, Value};
+use xqtb_core::Value;
 
 /// The code of an illegal entry.
-pub(crate) const ILLEGAL: u16 = Value::ILLEGAL_CODE;
-
-// ---------------------------------------------------------------------------------------------
-// The retrograde phase.
-
-/// Tag of an unresolved state: `0b01` in the top two bits, then the [`Capture`] kind (two bits)
-/// and a distance (twelve bits); [`CANDIDATE`] sets the top bit.
-const UNRESOLVED: u16 = 0x4000;
-const KIND_MASK: u16 = 0x3000;
-const KIND_LOSES: u16 = 0x0000;
-const KIND_WINS: u16 = 0x1000;
-const KIND_HOLDS: u16 = 0x2000;
-const DIST_MASK: u16 = 0x0FFF;
-const CANDIDATE: u16 = 0x8000;
-
-/// What the moves leaving the job (captures and exits) give a position the retrograde phase
-/// has not resolved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Capture {
-    /// Every move leaving the job loses, the slowest in this many plies (0: there is none).
-    Loses(u16),
-    /// A move leaving the job wins, the fastest in this many plies.
-    Wins(u16),
-    /// A move leaving the job draws (or leads to a rule-decided position): the position
-    /// cannot be lost.
-    Holds,
-}
-
-impl Capture {
-    /// The longest distance a capture summary can carry.
-    pub(crate) const MAX_DISTANCE: u16 = DIST_MASK;
-}
-
-/// An unresolved state of the retrograde phase.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Unresolved(u16);
-
-impl Unresolved {
-    /// The state of a position whose moves leaving the job give `capture`, not a candidate.
-    #[inline]
-    pub(crate) const fn new(capture: Capture) -> Unresolved {
-        Unresolved(match capture {
-            Capture::Loses(d) => UNRESOLVED | KIND_LOSES | d,
-            Capture::Wins(d) => UNRESOLVED | KIND_WINS | d,
-            Capture::Holds => UNRESOLVED | KIND_HOLDS,
-        })
-    }
-
-    /// The unresolved state `code` holds, if it holds one.
-    #[inline]
-    pub(crate) fn of(code: u16) -> Option<Unresolved> {
-        (code != ILLEGAL && code >= UNRESOLVED).then_some(Unresolved(code))
-    }
-
-    /// The state's code.
-    #[inline]
-    pub(crate) const fn code(self) -> u16 {
-        self.0
-    }
-
-    /// What the moves leaving the job give.
-    #[inline]
-    pub(crate) fn capture(self) -> Capture {
-        let d = self.0 & DIST_MASK;
-        match self.0 & KIND_MASK {
-            KIND_LOSES => Capture::Loses(d),
-            KIND_WINS => Capture::Wins(d),
-            _ => Capture::Holds,
-        }
-    }
-
-    /// Whether it is a candidate of the current loss level.
-    #[inline]
-    pub(crate) fn is_candidate(self) -> bool {
-        self.0 & CANDIDATE != 0
-    }
-
-    /// The state as a candidate of the current loss level.
-    #[inline]
-    pub(crate) const fn as_candidate(self) -> Unresolved {
-        Unresolved(self.0 | CANDIDATE)
-    }
-
-    /// The state as no candidate.
-    #[inline]
-    pub(crate) const fn not_candidate(self) -> Unresolved {
-        Unresolved(self.0 & !CANDIDATE)
-    }
-}
-
-/// Whether `code` is the code of a value the retrograde phase wrote: a mate value (the codes of
-/// draws and rule values never occur while it runs).
-#[inline]
-pub(crate) fn is_resolved(code: u16) -> bool {
-    code != Value::DRAW_CODE && code < UNRESOLVED
-}
+const ILLEGAL: u16 = Value::ILLEGAL_CODE;
 
 // ---------------------------------------------------------------------------------------------
 // The rule phase.
@@ -294,12 +192,12 @@ pub(crate) fn is_undecided(code: u16) -> bool {
 /// The code a finished state is stored as: its value, or a draw for a position neither phase
 /// decided.
 #[inline]
-pub(crate) fn final_code(rules: RuleSet, code: u16) -> u16 {
-    let open = match rules {
-        RuleSet::CyclesAreDraws => Unresolved::of(code).is_some(),
-        RuleSet::Asian => is_undecided(code),
-    };
-    if open { Value::DRAW_CODE } else { code }
+pub(crate) fn final_code(code: u16) -> u16 {
+    if is_undecided(code) {
+        Value::DRAW_CODE
+    } else {
+        code
+    }
 }
 
 #[cfg(test)]
@@ -307,20 +205,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn states_of_both_phases_read_back() {
-        for capture in [
-            Capture::Loses(0),
-            Capture::Loses(17),
-            Capture::Wins(3),
-            Capture::Holds,
-        ] {
-            let u = Unresolved::new(capture);
-            assert_eq!(Unresolved::of(u.code()), Some(u));
-            assert_eq!(u.capture(), capture);
-            assert!(u.as_candidate().is_candidate());
-            assert_eq!(u.as_candidate().not_candidate(), u);
-            assert!(!is_resolved(u.code()));
-        }
+    fn undecided_states_read_back() {
         for holds in [false, true] {
             let s = Undecided::new(holds);
             assert_eq!(s.holds(), holds);
@@ -333,6 +218,6 @@ mod tests {
         assert!(s.witness().may_be(9) && s.witness().may_be(23) && !s.witness().may_be(10));
         assert!(Witness::NONE.may_be(4));
         assert!(!is_undecided(ILLEGAL) && !is_undecided(Value::Win(3).encode()));
-        assert_eq!(final_code(RuleSet::Asian, Undecided::new(true).code()), 0);
+        assert_eq!(final_code(Undecided::new(true).code()), 0);
     }
 }

@@ -5,8 +5,8 @@
 //! the table to find them; with a mark per block of 128 slots a pass reads only the blocks that
 //! hold its entries.
 
+use super::states::Solver;
 use crate::CHUNK_SLOTS;
-use crate::retrograde::Solver;
 use rayon::prelude::*;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;

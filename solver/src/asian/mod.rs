@@ -51,15 +51,17 @@ mod marks;
 mod phase;
 mod roles;
 mod search;
+mod states;
 
 use crate::capture::ExitValues;
 use crate::error::SolveError;
+use crate::position::Job;
 use crate::progress::Progress;
-use crate::retrograde::Solver;
-use crate::state::{Capture, Undecided, Unresolved};
+use crate::state::Undecided;
 use marks::Marks;
 use phase::{Phase, Pos};
 use rayon::prelude::*;
+use states::Solver;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use xiangqi::Color;
@@ -124,21 +126,24 @@ fn dependencies_may_have_rule_values(solver: &Solver, deps: &dyn Probe) -> bool 
 }
 
 /// Decides, under the Asian rules, the positions plain retrograde analysis left unresolved in
-/// `solver`'s states.
+/// `job` (its `codes`, [`crate::retrograde::retrograde`]); returns the final codes.
 pub(crate) fn decide(
+    job: Job,
+    codes: [Vec<u16>; 2],
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<[Vec<u16>; 2], SolveError> {
+    let solver = Solver::new(job, codes);
+    decide_on(&solver, deps, progress)?;
+    Ok(solver.finish())
+}
+
+fn decide_on(
     solver: &Solver,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), SolveError> {
     let started = std::time::Instant::now();
-    for side in Color::ALL {
-        solver.states(side).par_iter().for_each(|a| {
-            if let Some(u) = Unresolved::of(a.load(Relaxed)) {
-                let holds = u.capture() == Capture::Holds;
-                a.store(Undecided::new(holds).code(), Relaxed);
-            }
-        });
-    }
     let index = solver.index;
     let traps = index.signature().material().may_force_offence();
     let exits = dependencies_may_have_rule_values(solver, deps);

@@ -2,11 +2,11 @@
 //! the values of a position's moves.
 
 use super::marks::{MarkedSlots, Marks};
+use super::states::Solver;
 use crate::CHUNK_SLOTS;
 use crate::capture::ExitValues;
 use crate::error::SolveError;
 use crate::position::SlotPosition;
-use crate::retrograde::Solver;
 use crate::state::{Flag, Undecided, is_undecided};
 use rayon::prelude::*;
 use std::sync::atomic::AtomicU16;

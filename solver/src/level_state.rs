@@ -1,0 +1,430 @@
+//! The retrograde phase's state of each entry (a position of the job: side to move and slot):
+//! one byte, whatever the table's longest mate.
+//!
+//! Through the levels a position needs only to be known as illegal; or won or lost, and at
+//! which level; or unresolved, with what its moves leaving the job give (a capture or exit that
+//! wins at a given level, or one that loses no sooner than a given level, or one that holds)
+//! and whether it is a candidate of the current loss level. Levels matter only near the level
+//! being processed, so a byte holds them relative to a **window** of levels `[base, base +
+//! window)`:
+//!
+//! - a position resolved at a level of the window holds that level (its parity tells win from
+//!   loss: wins are found at odd levels, losses at even ones);
+//! - one resolved before the window holds "won earlier" or "lost earlier": its level went to a
+//!   **spill**, compressed a chunk at a time, when the window moved past it;
+//! - an unresolved one whose capture wins, or loses at the latest, at a level of the window
+//!   holds that level; one beyond the window is "far", its level in a short list per chunk
+//!   (deep captures are rare);
+//! - a capture that loses by the current level is one code, "loses by now": such a position can
+//!   be lost at any level from then on, and the level its capture loses at no longer matters.
+//!   Only such positions become candidates of a loss level (one whose capture loses later is
+//!   tested at that level anyway, as a position falling due).
+//!
+//! Before a level that lies past the window, [`LevelStates::slide`] moves the window up. The
+//! window spans 82 levels, so most tables never slide it.
+//!
+//! The states are held in segments of a quarter mebibyte, so that turning them into two-byte
+//! codes at the end ([`LevelStates::into_codes`]) returns each segment to the system as soon as
+//! it is read: the phase's peak is one byte per entry, the change-over's two.
+
+use crate::CHUNK_SLOTS;
+use rayon::prelude::*;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, AtomicU16, Ordering::Relaxed};
+use xiangqi::Color;
+use xqtb_core::{RuleSet, Value};
+
+/// Slots per segment: a whole number of chunks, and above glibc's mmap threshold (which the
+/// binary fixes), so that a freed segment leaves the process at once.
+const SEGMENT_SLOTS: usize = 1 << 18;
+const _: () = assert!((SEGMENT_SLOTS as u64).is_multiple_of(CHUNK_SLOTS));
+
+/// The largest window: three ranges of window codes (resolved, wins, loses) below the fixed
+/// codes.
+pub(crate) const MAX_WINDOW: u16 = 82;
+const _: () = assert!(3 * MAX_WINDOW <= LOST_EARLIER as u16);
+
+/// The fixed codes, above the window's.
+const LOST_EARLIER: u8 = 248;
+const WON_EARLIER: u8 = 249;
+const LOSES_FAR: u8 = 250;
+const WINS_FAR: u8 = 251;
+/// Unresolved, and the moves leaving the job all lose, none later than the current level (or
+/// there is none).
+pub(crate) const LOSES_BY_NOW: u8 = 252;
+/// Unresolved, its moves leaving the job losing by now, and a candidate of this loss level.
+pub(crate) const CANDIDATE: u8 = 253;
+/// Unresolved, and a move leaving the job draws (or leads to a rule-decided position): the
+/// position cannot be lost.
+pub(crate) const HOLDS: u8 = 254;
+/// An illegal entry.
+pub(crate) const ILLEGAL: u8 = 255;
+
+/// A spilled entry's level, relative to the spill's base; [`NOT_SPILLED`] for the others.
+const NOT_SPILLED: u8 = 0xFF;
+
+/// What the moves leaving the job (captures and exits) give a position, as found before the
+/// first level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Capture {
+    /// Every move leaving the job loses, the slowest in this many plies (0: there is none).
+    Loses(u16),
+    /// A move leaving the job wins, the fastest in this many plies.
+    Wins(u16),
+    /// A move leaving the job draws (or leads to a rule-decided position).
+    Holds,
+}
+
+/// The levels of the entries that left the window at one slide.
+struct Spill {
+    /// The window's base before the slide: a spilled byte is a level minus this.
+    base: u16,
+    /// Per chunk of both sides ([`LevelStates::chunk_of`]): the chunk's spilled levels, a byte
+    /// per slot, zstd-compressed; `None` when the slide spilled nothing there.
+    chunks: Vec<Option<Box<[u8]>>>,
+}
+
+/// The one-byte states of a job's entries (see the module's documentation).
+pub(crate) struct LevelStates {
+    window: u16,
+    base: u16,
+    /// Slots per side.
+    len: usize,
+    /// Chunks per side.
+    chunks: usize,
+    /// Per side to move: the states, in segments of [`SEGMENT_SLOTS`].
+    segments: [Vec<Box<[AtomicU8]>>; 2],
+    /// Per chunk of both sides: the far captures' levels, as (slot within the chunk, level),
+    /// in slot order.
+    far: Vec<Mutex<Vec<(u16, u16)>>>,
+    spills: Vec<Spill>,
+}
+
+impl LevelStates {
+    /// Every entry of a job of `len` slots per side illegal, with a window of `window` levels
+    /// (at most [`MAX_WINDOW`], at least 2) from level 0.
+    pub(crate) fn new(len: u64, window: u16) -> LevelStates {
+        assert!((2..=MAX_WINDOW).contains(&window), "window {window}");
+        let len = len as usize;
+        let segment = |start: usize| {
+            let n = SEGMENT_SLOTS.min(len - start);
+            (0..n).map(|_| AtomicU8::new(ILLEGAL)).collect::<Box<[_]>>()
+        };
+        let chunks = len.div_ceil(CHUNK_SLOTS as usize);
+        LevelStates {
+            window,
+            base: 0,
+            len,
+            chunks,
+            segments: [0, 1].map(|_| (0..len).step_by(SEGMENT_SLOTS).map(segment).collect()),
+            far: (0..2 * chunks).map(|_| Mutex::new(Vec::new())).collect(),
+            spills: Vec::new(),
+        }
+    }
+
+    /// The state of `(side, slot)`.
+    #[inline(always)]
+    pub(crate) fn at(&self, side: Color, slot: usize) -> &AtomicU8 {
+        &self.segments[side.index()][slot / SEGMENT_SLOTS][slot % SEGMENT_SLOTS]
+    }
+
+    /// The states of the slots `start..end` of `side` (within one chunk).
+    #[inline]
+    pub(crate) fn run(&self, side: Color, start: usize, end: usize) -> &[AtomicU8] {
+        let segment = &self.segments[side.index()][start / SEGMENT_SLOTS];
+        &segment[start % SEGMENT_SLOTS..(end - 1) % SEGMENT_SLOTS + 1]
+    }
+
+    /// The chunk of both sides that `(side, slot)` lies in (Red's chunks first).
+    #[inline]
+    fn chunk_of(&self, side: Color, slot: usize) -> usize {
+        side.index() * self.chunks + slot / CHUNK_SLOTS as usize
+    }
+
+    /// The code of a position resolved at `level` (a win when `level` is odd), which must lie
+    /// in the window.
+    #[inline]
+    pub(crate) fn resolved(&self, level: u16) -> u8 {
+        debug_assert!(level >= self.base && level - self.base < self.window);
+        (level - self.base) as u8
+    }
+
+    /// The code of an unresolved position whose capture wins at `level`, in the window.
+    #[inline]
+    pub(crate) fn wins(&self, level: u16) -> u8 {
+        debug_assert!(level >= self.base && level - self.base < self.window);
+        (self.window + level - self.base) as u8
+    }
+
+    /// The code of an unresolved position whose captures lose, at the latest at `level`, in
+    /// the window.
+    #[inline]
+    pub(crate) fn loses(&self, level: u16) -> u8 {
+        debug_assert!(level >= self.base && level - self.base < self.window);
+        (2 * self.window + level - self.base) as u8
+    }
+
+    /// Whether `code` is a position resolved as won (at whatever level).
+    #[inline]
+    pub(crate) fn is_won(&self, code: u8) -> bool {
+        code == WON_EARLIER || (u16::from(code) < self.window && (self.base + code as u16) % 2 == 1)
+    }
+
+    /// Whether `code` is an unresolved position.
+    #[inline]
+    pub(crate) fn is_unresolved(&self, code: u8) -> bool {
+        u16::from(code) >= self.window
+            && code != ILLEGAL
+            && code != WON_EARLIER
+            && code != LOST_EARLIER
+    }
+
+    /// Whether `code` is an unresolved position that may become a candidate of loss level `n`:
+    /// its captures all lose, by level `n` at the latest.
+    #[inline]
+    pub(crate) fn may_lose_at(&self, code: u8, n: u16) -> bool {
+        code == LOSES_BY_NOW || {
+            let i = u16::from(code).wrapping_sub(2 * self.window);
+            i < self.window && self.base + i <= n
+        }
+    }
+
+    /// The level of a capture still to fall due in window code `code` (a win or a loss in the
+    /// window), if it holds one.
+    #[inline]
+    pub(crate) fn capture_level(&self, code: u8) -> Option<u16> {
+        let i = u16::from(code).wrapping_sub(self.window);
+        (i < 2 * self.window).then(|| self.base + i % self.window)
+    }
+
+    /// Writes the state of an unresolved position of `side`, in the job's initial pass (level
+    /// 0): what its moves leaving the job give.
+    pub(crate) fn set_unresolved(&self, side: Color, slot: usize, capture: Capture) {
+        let far = |level: u16| level - self.base >= self.window;
+        let code = match capture {
+            Capture::Holds => HOLDS,
+            Capture::Loses(0) => LOSES_BY_NOW,
+            Capture::Wins(d) if far(d) => WINS_FAR,
+            Capture::Loses(d) if far(d) => LOSES_FAR,
+            Capture::Wins(d) => self.wins(d),
+            Capture::Loses(d) => self.loses(d),
+        };
+        if code == WINS_FAR || code == LOSES_FAR {
+            let d = match capture {
+                Capture::Wins(d) | Capture::Loses(d) => d,
+                Capture::Holds => unreachable!("a far capture has a level"),
+            };
+            let offset = (slot % CHUNK_SLOTS as usize) as u16;
+            let mut far = self.far[self.chunk_of(side, slot)]
+                .lock()
+                .expect("far list");
+            debug_assert!(far.last().is_none_or(|&(o, _)| o < offset));
+            far.push((offset, d));
+        }
+        self.at(side, slot).store(code, Relaxed);
+    }
+
+    /// Whether level `n` lies past the window, so that [`LevelStates::slide`] must run first.
+    pub(crate) fn must_slide(&self, n: u16) -> bool {
+        n - self.base >= self.window
+    }
+
+    /// Moves the window up so that it starts at level `n - 1`, before level `n` is processed
+    /// (no entry is a candidate then): the entries resolved before its new start go to a spill,
+    /// the window codes move down, and the far captures that now fall in the window leave their
+    /// lists. Sets `pending` (per chunk of both sides) to the first capture level from `n` on
+    /// there, as the levels keep it.
+    pub(crate) fn slide(&mut self, n: u16, pending: &[AtomicU16]) {
+        let base = self.base;
+        let new_base = n - 1;
+        let shift = new_base - base;
+        let window = self.window;
+        let this = &*self;
+        let spill = (0..2 * self.chunks)
+            .into_par_iter()
+            .map(|c| {
+                let side = if c < this.chunks {
+                    Color::Red
+                } else {
+                    Color::Black
+                };
+                let start = (c % this.chunks) * CHUNK_SLOTS as usize;
+                let end = (start + CHUNK_SLOTS as usize).min(this.len);
+                let states = this.run(side, start, end);
+                let mut spilled = vec![NOT_SPILLED; end - start];
+                let mut any = false;
+                let mut next = u16::MAX;
+                for (k, a) in states.iter().enumerate() {
+                    let code = a.load(Relaxed);
+                    let i = u16::from(code);
+                    let new = if i < window {
+                        if i < shift {
+                            spilled[k] = code;
+                            any = true;
+                            if (base + i) % 2 == 1 {
+                                WON_EARLIER
+                            } else {
+                                LOST_EARLIER
+                            }
+                        } else {
+                            (i - shift) as u8
+                        }
+                    } else if i < 2 * window {
+                        // A capture win falls due at its level at the latest: still unresolved,
+                        // it lies at level `n` or later.
+                        debug_assert!(base + i - window >= n);
+                        next = next.min(base + i - window);
+                        (i - shift) as u8
+                    } else if i < 3 * window {
+                        if base + i - 2 * window <= new_base {
+                            LOSES_BY_NOW
+                        } else {
+                            next = next.min(base + i - 2 * window);
+                            (i - shift) as u8
+                        }
+                    } else {
+                        continue;
+                    };
+                    a.store(new, Relaxed);
+                }
+                let mut far = this.far[c].lock().expect("far list");
+                far.retain(|&(offset, level)| {
+                    let a = &states[offset as usize];
+                    let code = a.load(Relaxed);
+                    if code != WINS_FAR && code != LOSES_FAR {
+                        return false; // resolved since
+                    }
+                    if level - new_base >= window {
+                        return true;
+                    }
+                    next = next.min(level);
+                    let i = level - new_base + if code == WINS_FAR { window } else { 2 * window };
+                    a.store(i as u8, Relaxed);
+                    false
+                });
+                pending[c].store(next, Relaxed);
+                any.then(|| {
+                    zstd::bulk::compress(&spilled, 1)
+                        .expect("compressing a byte array in memory")
+                        .into_boxed_slice()
+                })
+            })
+            .collect();
+        self.spills.push(Spill {
+            base,
+            chunks: spill,
+        });
+        self.base = new_base;
+    }
+
+    /// The two-byte codes of every entry, per side to move, as the job's next step takes them:
+    /// its value where it was resolved, and where not a draw under `cycles-are-draws`, or the
+    /// rule phase's first undecided state under `asian` ([`crate::state::Undecided::new`]).
+    /// Each segment is freed as soon as it is read.
+    pub(crate) fn into_codes(self, rules: RuleSet) -> [Vec<u16>; 2] {
+        let LevelStates {
+            window,
+            base,
+            len,
+            chunks,
+            segments,
+            spills,
+            ..
+        } = self;
+        let unresolved = |holds: bool| match rules {
+            RuleSet::CyclesAreDraws => Value::DRAW_CODE,
+            RuleSet::Asian => crate::state::Undecided::new(holds).code(),
+        };
+        let chunks_per_segment = SEGMENT_SLOTS / CHUNK_SLOTS as usize;
+        let [red, black] = segments;
+        [(Color::Red, red), (Color::Black, black)].map(|(side, segments)| {
+            let mut codes = vec![0u16; len];
+            segments
+                .into_par_iter()
+                .zip(codes.par_chunks_mut(SEGMENT_SLOTS))
+                .enumerate()
+                .for_each(|(s, (segment, out))| {
+                    for (k, (states, out)) in segment
+                        .chunks(CHUNK_SLOTS as usize)
+                        .zip(out.chunks_mut(CHUNK_SLOTS as usize))
+                        .enumerate()
+                    {
+                        let chunk = side.index() * chunks + s * chunks_per_segment + k;
+                        let spilled: Vec<(u16, Vec<u8>)> = spills
+                            .iter()
+                            .filter_map(|spill| {
+                                let bytes = spill.chunks[chunk].as_ref()?;
+                                let raw = zstd::bulk::decompress(bytes, CHUNK_SLOTS as usize)
+                                    .expect("a spill this process compressed");
+                                Some((spill.base, raw))
+                            })
+                            .collect();
+                        let level_spilled = |k: usize| {
+                            spilled
+                                .iter()
+                                .find_map(|(b, raw)| {
+                                    (raw[k] != NOT_SPILLED).then(|| b + raw[k] as u16)
+                                })
+                                .expect("an entry resolved before the window was spilled")
+                        };
+                        for (k, (a, out)) in states.iter().zip(out.iter_mut()).enumerate() {
+                            let code = a.load(Relaxed);
+                            *out = match code {
+                                ILLEGAL => Value::ILLEGAL_CODE,
+                                WON_EARLIER | LOST_EARLIER => level_spilled(k) + 1,
+                                HOLDS => unresolved(true),
+                                c if u16::from(c) < window => base + c as u16 + 1,
+                                _ => unresolved(false),
+                            };
+                        }
+                    }
+                    drop(segment);
+                });
+            codes
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_slides_and_spills_resolved_levels() {
+        let n = 3 * CHUNK_SLOTS + 5;
+        let mut s = LevelStates::new(n, 4);
+        let pending: Vec<AtomicU16> = (0..8).map(|_| AtomicU16::new(0)).collect();
+        s.at(Color::Red, 0).store(s.resolved(0), Relaxed);
+        s.set_unresolved(Color::Red, 1, Capture::Wins(9));
+        s.set_unresolved(Color::Red, 2, Capture::Loses(2));
+        s.set_unresolved(Color::Black, 3, Capture::Holds);
+        s.set_unresolved(Color::Black, CHUNK_SLOTS as usize + 1, Capture::Loses(6));
+        s.at(Color::Black, 4).store(s.resolved(3), Relaxed);
+        assert!(s.is_won(s.resolved(3)) && !s.is_won(s.resolved(2)));
+        assert!(s.may_lose_at(s.loses(2), 2) && !s.may_lose_at(s.loses(2), 1));
+        assert!(s.must_slide(4) && !s.must_slide(3));
+        s.slide(4, &pending);
+        // Level 0 left the window; level 3 stays; the loss by level 2 is now "by now".
+        assert_eq!(s.at(Color::Red, 0).load(Relaxed), LOST_EARLIER);
+        assert_eq!(s.at(Color::Black, 4).load(Relaxed), s.resolved(3));
+        assert_eq!(s.at(Color::Red, 2).load(Relaxed), LOSES_BY_NOW);
+        assert_eq!(
+            s.at(Color::Black, CHUNK_SLOTS as usize + 1).load(Relaxed),
+            s.loses(6)
+        );
+        assert_eq!(pending[5].load(Relaxed), 6);
+        assert_eq!(s.at(Color::Red, 1).load(Relaxed), WINS_FAR);
+        s.slide(8, &pending);
+        assert_eq!(s.at(Color::Red, 1).load(Relaxed), s.wins(9));
+        assert_eq!(pending[0].load(Relaxed), 9);
+        assert_eq!(s.at(Color::Black, 4).load(Relaxed), WON_EARLIER);
+        s.at(Color::Red, 1).store(s.resolved(9), Relaxed);
+        let [red, black] = s.into_codes(RuleSet::CyclesAreDraws);
+        assert_eq!(red[0], Value::Loss(0).encode());
+        assert_eq!(red[1], Value::Win(9).encode());
+        assert_eq!(red[2], Value::DRAW_CODE);
+        assert_eq!(red[3], Value::ILLEGAL_CODE);
+        assert_eq!(black[4], Value::Win(3).encode());
+        assert_eq!(black.len(), n as usize);
+    }
+}
