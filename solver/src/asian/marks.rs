@@ -15,7 +15,7 @@ use xiangqi::Color;
 /// Slots per block: a chunk's 64 bits mark its 64 blocks.
 const BLOCK_SLOTS: u64 = CHUNK_SLOTS / 64;
 
-/// Per chunk of both sides ([`Solver::chunk_of`]), a bit for each of its 64 blocks of slots.
+/// Per chunk of both sides ([`crate::position::Job::chunk_of`]), a bit for each of its 64 blocks of slots.
 pub(super) struct Marks(Vec<AtomicU64>);
 
 impl Marks {
