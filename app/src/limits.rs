@@ -171,11 +171,9 @@ mod tests {
         // illegal slots be marked): every value of every block different and scattered, so
         // that each block lists as many codes as it holds values, and hardly compresses.
         let mut worst = (**table).clone();
-        for side in xiangqi::Color::ALL {
-            for (i, c) in worst.codes_mut(side).iter_mut().enumerate() {
-                *c = xqtb_core::Value::Win(2 * (i * 2_654_435_761 % 4096) as u16 + 1).encode();
-            }
-        }
+        worst.map_codes(|_, i, _| {
+            xqtb_core::Value::Win(2 * (i * 2_654_435_761 % 4096) as u16 + 1).encode()
+        });
         let p = CodecParams {
             block_values: 32,
             layout: LayoutChoice::Fixed(ValueLayout::Indexed),

@@ -8,6 +8,7 @@
 //! - [`RuleSet`]: how a game that never ends is judged.
 //! - [`Table`], [`MemoryTables`] and the [`Probe`] trait: solved tables in memory and the lookup
 //!   of any position; [`Orientation`] turns a position into its canonical table's orientation.
+//!   [`Codes`]: a table's values for one side to move, a byte each when the table has few.
 //! - [`TableId`], [`SlotRange`], [`JobKey`]: names of tables, ranges of slots and jobs.
 //! - [`TableCounts`]: the counts of a table's positions by value.
 //! - [`count`]: the exact number of placements of any material.
@@ -31,6 +32,7 @@
 
 #![warn(missing_docs)]
 
+mod codes;
 mod cost;
 pub mod count;
 mod counts;
@@ -41,6 +43,7 @@ mod signature;
 mod table;
 mod value;
 
+pub use codes::Codes;
 pub use cost::{
     BASE_BYTES, DEPENDENCY_CACHE_BYTES, JobCost, TABLE_BYTES_PER_ENTRY, memory_for_jobs,
 };

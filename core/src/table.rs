@@ -1,6 +1,7 @@
 //! Solved tables in memory, the lookup of any position in a set of tables ([`Probe`]), and why a
 //! lookup can fail ([`ProbeError`]).
 
+use crate::codes::Codes;
 use crate::index::SlotRange;
 use crate::index::TableIndex;
 use crate::key::TableId;
@@ -101,7 +102,7 @@ pub struct Table {
     /// The slots held: every slot of the index for a whole table.
     slots: SlotRange,
     /// Encoded [`Value`]s, indexed by side to move then slot minus `slots.start`.
-    codes: [Vec<u16>; 2],
+    codes: [Codes; 2],
 }
 
 impl std::fmt::Debug for Table {
@@ -120,9 +121,12 @@ impl Table {
     /// A table of `index` solved under `rules`, from the encoded values of each side to move
     /// ([`Value::encode`]; [`Value::ILLEGAL_CODE`] for slots without a legal position).
     ///
+    /// Each side's codes are held a byte per slot when they are few enough ([`Codes`]): given
+    /// as vectors, they are narrowed one side at a time.
+    ///
     /// # Panics
     /// If a side's codes do not cover the index exactly (a programming error).
-    pub fn new(index: TableIndex, rules: RuleSet, codes: [Vec<u16>; 2]) -> Table {
+    pub fn new(index: TableIndex, rules: RuleSet, codes: [impl Into<Codes>; 2]) -> Table {
         let slots = SlotRange {
             start: 0,
             end: index.size(),
@@ -140,12 +144,13 @@ impl Table {
         index: TableIndex,
         rules: RuleSet,
         slots: SlotRange,
-        codes: [Vec<u16>; 2],
+        codes: [impl Into<Codes>; 2],
     ) -> Table {
         assert!(
             slots.start <= slots.end && slots.end <= index.size(),
             "slots {slots} are not within the index"
         );
+        let codes = codes.map(Into::into);
         for c in &codes {
             assert_eq!(c.len() as u64, slots.len(), "values do not match the slots");
         }
@@ -199,23 +204,43 @@ impl Table {
     /// The value of `slot` (one of the held slots) with `side` to move.
     #[inline]
     pub fn value(&self, side: Color, slot: u64) -> Value {
-        Value::decode(self.codes[side.index()][(slot - self.slots.start) as usize])
+        Value::decode(self.codes[side.index()].get((slot - self.slots.start) as usize))
     }
 
     /// The encoded values of `side` to move, by slot (from [`Table::slots`]'s start).
     #[inline]
-    pub fn codes(&self, side: Color) -> &[u16] {
+    pub fn codes(&self, side: Color) -> &Codes {
         &self.codes[side.index()]
     }
 
-    /// The encoded values of both sides to move, taken out of the table.
+    /// The encoded values of both sides to move, taken out of the table, two bytes each.
     pub fn into_codes(self) -> [Vec<u16>; 2] {
-        self.codes
+        self.codes.map(Codes::into_vec)
     }
 
-    /// The encoded values of `side` to move, to change in place (tests corrupt tables this way).
-    pub fn codes_mut(&mut self, side: Color) -> &mut [u16] {
-        &mut self.codes[side.index()]
+    /// Sets the code of slot `i` (from [`Table::slots`]'s start) with `side` to move (tests and
+    /// fault injection corrupt tables this way). A code the table did not hold may cost that
+    /// side's codes two bytes per slot.
+    ///
+    /// # Panics
+    /// If `i` is not below the number of slots held.
+    pub fn set_code(&mut self, side: Color, i: usize, code: u16) {
+        self.codes[side.index()].set(i, code);
+    }
+
+    /// Replaces every code by `f(side, i, code)` (`i` counted from [`Table::slots`]'s start),
+    /// Red's slots then Black's, in slot order. The new codes are held a byte per slot when
+    /// they are few enough, as by [`Table::new`].
+    pub fn map_codes(&mut self, mut f: impl FnMut(Color, usize, u16) -> u16) {
+        for side in Color::ALL {
+            let codes = &mut self.codes[side.index()];
+            let new: Vec<u16> = codes
+                .iter()
+                .enumerate()
+                .map(|(i, c)| f(side, i, c))
+                .collect();
+            *codes = new.into();
+        }
     }
 }
 
@@ -438,5 +463,72 @@ impl Probe for MemoryTables {
                 v => Ok(v),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A KRvK table (values need not be consistent here) whose Red codes are `red(i)`, Black's
+    /// all draws.
+    fn table_of(red: impl Fn(usize) -> u16) -> (Table, [Vec<u16>; 2]) {
+        let index = TableIndex::new("KRvK".parse().unwrap());
+        let n = index.size() as usize;
+        let codes = [(0..n).map(red).collect(), vec![0; n]];
+        let t = Table::new(index, RuleSet::CyclesAreDraws, codes.clone());
+        (t, codes)
+    }
+
+    fn check(t: &Table, want: &[Vec<u16>; 2]) {
+        for side in Color::ALL {
+            let w = &want[side.index()];
+            assert!(t.codes(side).iter().eq(w.iter().copied()), "{side}");
+            for slot in [0, 1, w.len() as u64 / 2, w.len() as u64 - 1] {
+                assert_eq!(t.value(side, slot), Value::decode(w[slot as usize]));
+            }
+        }
+        assert_eq!(&t.clone().into_codes(), want);
+    }
+
+    #[test]
+    fn a_table_of_few_codes_holds_a_byte_per_slot_and_reads_the_same() {
+        let (t, want) = table_of(|i| (i % 200) as u16);
+        assert!(Color::ALL.iter().all(|&s| t.codes(s).is_narrow()));
+        check(&t, &want);
+        // 257 codes for Red: only Black's are a byte each.
+        let (t, want) = table_of(|i| (i % 257) as u16);
+        assert!(!t.codes(Color::Red).is_narrow() && t.codes(Color::Black).is_narrow());
+        check(&t, &want);
+    }
+
+    #[test]
+    fn codes_set_or_mapped_are_read_back() {
+        let (mut t, mut want) = table_of(|i| (i % 100) as u16);
+        t.set_code(Color::Red, 5, 99);
+        want[0][5] = 99;
+        assert!(t.codes(Color::Red).is_narrow());
+        check(&t, &want);
+        t.set_code(Color::Black, 7, 0x4321);
+        want[1][7] = 0x4321;
+        assert!(!t.codes(Color::Black).is_narrow());
+        check(&t, &want);
+        // Back to few codes: narrow again.
+        let mut seen = Vec::new();
+        t.map_codes(|side, i, c| {
+            seen.push((side, i));
+            if c == 0x4321 { 0 } else { c }
+        });
+        want[1][7] = 0;
+        let n = want[0].len();
+        assert_eq!(seen.len(), 2 * n);
+        assert_eq!((seen[0], seen[n]), ((Color::Red, 0), (Color::Black, 0)));
+        assert!(Color::ALL.iter().all(|&s| t.codes(s).is_narrow()));
+        check(&t, &want);
+        // Many codes: two bytes each.
+        t.map_codes(|_, i, _| (i % 1000) as u16);
+        want = [0, 1].map(|_| (0..n).map(|i| (i % 1000) as u16).collect());
+        assert!(Color::ALL.iter().all(|&s| !t.codes(s).is_narrow()));
+        check(&t, &want);
     }
 }

@@ -140,9 +140,9 @@ fn codes_beyond_a_byte_switch_to_indexed_blocks_then_to_two_byte_planes() {
     // long for one byte, then 300 different codes in one block, more than it can index.
     let mut t: Table = solved().table(&sig("KRvK")).as_ref().clone();
     let legal: Vec<usize> = (0..t.codes(Color::Red).len())
-        .filter(|&s| t.codes(Color::Red)[s] != ILLEGAL)
+        .filter(|&s| t.codes(Color::Red).get(s) != ILLEGAL)
         .collect();
-    t.codes_mut(Color::Red)[legal[0]] = Value::Win(301).encode();
+    t.set_code(Color::Red, legal[0], Value::Win(301).encode());
     let enc = encode_table(&t);
     assert_eq!(enc.header.layout, ValueLayout::Indexed);
     assert_eq!(
@@ -152,7 +152,7 @@ fn codes_beyond_a_byte_switch_to_indexed_blocks_then_to_two_byte_planes() {
     assert!(codes(&decode_table(&enc).unwrap()) == codes(&t));
     assert!(legal[299] < 1 << 14, "300 legal slots in the first block");
     for (i, &s) in legal[..300].iter().enumerate() {
-        t.codes_mut(Color::Red)[s] = Value::Win(2 * i as u16 + 1).encode();
+        t.set_code(Color::Red, s, Value::Win(2 * i as u16 + 1).encode());
     }
     let enc = encode_table(&t);
     assert_eq!(enc.header.layout, ValueLayout::Planes);
@@ -167,9 +167,9 @@ fn a_malformed_indexed_block_is_an_error() {
     let slot = t
         .codes(Color::Red)
         .iter()
-        .position(|&c| c != ILLEGAL)
+        .position(|c| c != ILLEGAL)
         .unwrap();
-    t.codes_mut(Color::Red)[slot] = Value::Win(301).encode();
+    t.set_code(Color::Red, slot, Value::Win(301).encode());
     let good = encode_table(&t);
     assert_eq!(good.header.layout, ValueLayout::Indexed);
     let raw = storage_format::codec::BlockDecoder::new(None)

@@ -174,7 +174,7 @@ fn a_damaged_table_entry_fails_the_proof_check() {
     let side = o.side(leaf.side_to_move());
     let damaged = fixture("KRvKA", rules, |t| {
         if t.signature() == krvk {
-            t.codes_mut(side)[slot as usize] = Value::Loss(d - 2).encode();
+            t.set_code(side, slot as usize, Value::Loss(d - 2).encode());
         }
     });
     match search(Some(&damaged.tb), rules, &board, &limits(), &Control::new()) {

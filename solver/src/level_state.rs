@@ -25,7 +25,8 @@
 //!
 //! The states are held in segments of a quarter mebibyte, so that turning them into two-byte
 //! codes at the end ([`LevelStates::into_codes`]) returns each segment to the system as soon as
-//! it is read: the phase's peak is one byte per entry, the change-over's two.
+//! it is read: the phase's peak is one byte per entry, the change-over's two (less when each
+//! side's codes are narrowed to a byte per slot as soon as they are built).
 
 use crate::CHUNK_SLOTS;
 use rayon::prelude::*;
@@ -320,8 +321,10 @@ impl LevelStates {
     /// The two-byte codes of every entry, per side to move, as the job's next step takes them:
     /// its value where it was resolved, and where not a draw under `cycles-are-draws`, or the
     /// rule phase's first undecided state under `asian` ([`crate::state::Undecided::new`]).
-    /// Each segment is freed as soon as it is read.
-    pub(crate) fn into_codes(self, rules: RuleSet) -> [Vec<u16>; 2] {
+    /// Each segment is freed as soon as it is read, and each side's codes are handed to
+    /// `T::from` as soon as they are built, before the other side's are (a table's
+    /// [`xqtb_core::Codes`] then hold them in a byte per slot while the second side is built).
+    pub(crate) fn into_codes<T: From<Vec<u16>>>(self, rules: RuleSet) -> [T; 2] {
         let LevelStates {
             window,
             base,
@@ -380,7 +383,7 @@ impl LevelStates {
                     }
                     drop(segment);
                 });
-            codes
+            T::from(codes)
         })
     }
 }
@@ -419,7 +422,7 @@ mod tests {
         assert_eq!(pending[0].load(Relaxed), 9);
         assert_eq!(s.at(Color::Black, 4).load(Relaxed), WON_EARLIER);
         s.at(Color::Red, 1).store(s.resolved(9), Relaxed);
-        let [red, black] = s.into_codes(RuleSet::CyclesAreDraws);
+        let [red, black]: [Vec<u16>; 2] = s.into_codes(RuleSet::CyclesAreDraws);
         assert_eq!(red[0], Value::Loss(0).encode());
         assert_eq!(red[1], Value::Win(9).encode());
         assert_eq!(red[2], Value::DRAW_CODE);

@@ -25,13 +25,13 @@ use xqtb_core::{MoveReading, Probe, ProbeError, Value};
 
 const MAX_DTM: u16 = Value::MAX_DTM;
 
-/// Level-by-level retrograde analysis to mate of `job`; returns the two-byte codes of its
-/// entries, per side to move ([`LevelStates::into_codes`]).
-pub(crate) fn retrograde(
+/// Level-by-level retrograde analysis to mate of `job`; returns the codes of its entries, per
+/// side to move, each side made a `T` as soon as it is built ([`LevelStates::into_codes`]).
+pub(crate) fn retrograde<T: From<Vec<u16>>>(
     job: &Job,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<[Vec<u16>; 2], SolveError> {
+) -> Result<[T; 2], SolveError> {
     let signature = job.index.signature();
     let mut solver = Levels::new(job, window());
     let started = std::time::Instant::now();

@@ -164,7 +164,8 @@ impl BlockSource for Table {
     fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String> {
         let codes = self.codes(side);
         let start = (block << 16) as usize;
-        Ok(codes[start.min(codes.len())..(start + (1 << 16)).min(codes.len())].to_vec())
+        let end = (start + (1 << 16)).min(codes.len());
+        Ok(codes.slice(start.min(end)..end).into_owned())
     }
 }
 
@@ -176,7 +177,7 @@ pub fn legal_entries(table: &Table) -> u64 {
             table
                 .codes(side)
                 .par_iter()
-                .filter(|&&c| c != Value::ILLEGAL_CODE)
+                .filter(|&c| c != Value::ILLEGAL_CODE)
                 .count() as u64
         })
         .sum()
@@ -692,7 +693,7 @@ mod tests {
             Value::Draw => Value::Win(1),
             _ => Value::Draw,
         };
-        table.codes_mut(side)[slot as usize] = wrong.encode();
+        table.set_code(side, slot as usize, wrong.encode());
         (side, slot)
     }
 
@@ -744,7 +745,9 @@ mod tests {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let codes = self.table.codes(side);
             let start = (block * 1000) as usize;
-            Ok(codes[start..(start + 1000).min(codes.len())].to_vec())
+            Ok(codes
+                .slice(start..(start + 1000).min(codes.len()))
+                .into_owned())
         }
     }
 

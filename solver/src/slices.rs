@@ -4,7 +4,7 @@
 //! ([`SliceDeps`]), and put together into one table at the end.
 
 use std::sync::Arc;
-use xiangqi::Board;
+use xiangqi::{Board, Color};
 use xqtb_core::{
     MemoryTables, Orientation, Probe, ProbeError, RuleSet, SlotRange, Table, TableId, TableIndex,
     Value,
@@ -93,10 +93,9 @@ pub(crate) fn assemble(
     let mut codes = [0, 1].map(|_| Vec::with_capacity(size));
     for part in done.parts.take_parts(&id) {
         let start = (part.slots().start - slots.start) as usize;
-        let part = Arc::try_unwrap(part).unwrap_or_else(|shared| (*shared).clone());
-        for (all, c) in codes.iter_mut().zip(part.into_codes()) {
+        for (all, side) in codes.iter_mut().zip(Color::ALL) {
             all.resize(start, Value::ILLEGAL_CODE);
-            all.extend_from_slice(&c);
+            all.extend(part.codes(side).iter());
         }
     }
     for all in &mut codes {

@@ -13,7 +13,7 @@ use crate::progress::Progress;
 use crate::retrograde::retrograde;
 use crate::slices::{SliceDeps, assemble};
 use std::sync::Arc;
-use xqtb_core::{Probe, RuleSet, SlotRange, Table, TableId, TableIndex};
+use xqtb_core::{Codes, Probe, RuleSet, SlotRange, Table, TableId, TableIndex};
 
 /// Solves table `id`, reading the tables its captures lead into (under the same rule set) from
 /// `deps`.
@@ -68,11 +68,14 @@ pub fn solve_range(
     let job = Job::new(&index, id.rules, slots);
     // Plain retrograde analysis first: under every rule set, what it resolves ends in mate (a
     // capture into a rule-decided position of another table counts as a draw here).
-    let codes = retrograde(&job, deps, progress)?;
     // The one place the solver depends on the rule set: what is left unresolved.
-    let values = match id.rules {
-        RuleSet::CyclesAreDraws => codes,
-        RuleSet::Asian => crate::asian::decide(job, codes, deps, progress)?,
+    let values: [Codes; 2] = match id.rules {
+        // The values are final: each side is narrowed before the other is built.
+        RuleSet::CyclesAreDraws => retrograde(&job, deps, progress)?,
+        RuleSet::Asian => {
+            let codes: [Vec<u16>; 2] = retrograde(&job, deps, progress)?;
+            crate::asian::decide(job, codes, deps, progress)?.map(Codes::from)
+        }
     };
     Ok(Table::part(index, id.rules, slots, values))
 }

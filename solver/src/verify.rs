@@ -17,7 +17,7 @@
 
 use crate::CHUNK_SLOTS;
 use crate::error::VerifyError;
-use crate::position::{LEAVES, SlotPosition, prefetch};
+use crate::position::{LEAVES, SlotPosition};
 use crate::progress::Progress;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -53,7 +53,7 @@ pub fn verify_reporting(
                 end: span.end.min(slots.end),
             };
             let at = (span.start - slots.start) as usize..(span.end - slots.start) as usize;
-            let codes = Color::ALL.map(|side| table.codes(side)[at.clone()].to_vec());
+            let codes = Color::ALL.map(|side| table.codes(side).slice(at.clone()).into_owned());
             let part = Table::part(index.clone(), table.rules(), span, codes);
             counts = counts.merge(verify_reporting(&part, &with_table, progress)?);
         }
@@ -202,11 +202,11 @@ impl Codes for Table {
     }
     #[inline]
     fn code(&self, side: Color, slot: u64) -> u16 {
-        self.codes(side)[slot as usize]
+        self.codes(side).get(slot as usize)
     }
     #[inline]
     fn prefetch(&self, side: Color, slot: u64) {
-        prefetch(&self.codes(side)[slot as usize]);
+        self.codes(side).prefetch(slot as usize);
     }
 }
 

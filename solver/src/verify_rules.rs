@@ -27,7 +27,7 @@
 //! can be trusted to tell illegal moves.
 
 use crate::error::VerifyError;
-use crate::position::{LEAVES, SlotPosition, prefetch};
+use crate::position::{LEAVES, SlotPosition};
 use rayon::prelude::*;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -491,7 +491,7 @@ impl<'a> Follows<'a> {
             return Ok(false);
         }
         // Every move is looked at: their successors' codes are fetched all at once.
-        pos.successors(|q| prefetch(&next[q]));
+        pos.successors(|q| next.prefetch(q));
         let pos = &*pos;
         let board = &pos.board;
         let (moves, slots) = pos.last_successors();
@@ -509,7 +509,7 @@ impl<'a> Follows<'a> {
                 continue;
             }
             let q = q as u64;
-            let code = next[q as usize];
+            let code = next.get(q as usize);
             if code == Value::ILLEGAL_CODE {
                 continue;
             }
@@ -1057,8 +1057,9 @@ where
                 let next = table.codes(them);
                 let (_, _, slots) = pos.successors(|_| {});
                 for &q in slots.iter().filter(|&&q| q != LEAVES) {
-                    if next[q] != Value::ILLEGAL_CODE {
-                        target(q as u64, next[q]);
+                    let code = next.get(q);
+                    if code != Value::ILLEGAL_CODE {
+                        target(q as u64, code);
                     }
                 }
             }
@@ -1125,21 +1126,21 @@ where
         let size = table.slots().len();
         let mut all = Vec::with_capacity(2 * chunks_of(size));
         for side in Color::ALL {
-            let chunks: Vec<Option<SeedArcs>> = table
-                .codes(side)
-                .par_chunks(crate::CHUNK_SLOTS as usize)
-                .enumerate()
+            let codes = table.codes(side);
+            let chunks: Vec<Option<SeedArcs>> = (0..chunks_of(size))
+                .into_par_iter()
                 .map_init(
                     || SlotPosition::new(table.index(), follows.pieces, table.slots()),
-                    |pos, (c, chunk)| {
+                    |pos, c| {
                         let mut out = SeedArcs::default();
                         if !in_chunk(c) {
                             return Ok(None);
                         }
                         let base = c as u64 * crate::CHUNK_SLOTS;
-                        for (i, &code) in chunk.iter().enumerate() {
-                            if seeds(code) {
-                                let e = entry(size, side, base + i as u64);
+                        let end = (base + crate::CHUNK_SLOTS).min(size);
+                        for slot in base..end {
+                            if seeds(codes.get(slot as usize)) {
+                                let e = entry(size, side, slot);
                                 set.insert(e);
                                 self.seed(follows, pos, set, e, &mut out)?;
                             }
@@ -1299,7 +1300,7 @@ fn terminals_trapped(
     };
     for (node, e) in net.nodes.entries_from(0).enumerate() {
         let (side, slot) = split(size, e);
-        let Some(rule) = terminal(table.codes(side)[slot as usize]) else {
+        let Some(rule) = terminal(table.codes(side).get(slot as usize)) else {
             continue;
         };
         let winner = side.opponent();
@@ -1388,7 +1389,7 @@ mod tests {
             let terminal = terminal_of(round);
             if !Color::ALL
                 .iter()
-                .any(|&side| table.codes(side).iter().any(|&c| terminal(c).is_some()))
+                .any(|&side| table.codes(side).iter().any(|c| terminal(c).is_some()))
             {
                 continue;
             }

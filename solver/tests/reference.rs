@@ -408,7 +408,7 @@ fn compare_one_sided_codes(cad: &MemoryTables, asian: &MemoryTables, sigs: &[Sig
         for side in Color::ALL {
             let (a, c) = (a.codes(side), c.codes(side));
             assert_eq!(a.len(), c.len(), "{s} {side:?}");
-            let differ = a.iter().zip(c).filter(|(x, y)| x != y).count();
+            let differ = a.iter().zip(c.iter()).filter(|(x, y)| x != y).count();
             assert_eq!(
                 differ, 0,
                 "{s}: {differ} codes of {side:?} to move differ by rule set"

@@ -65,7 +65,7 @@ fn rule_values(t: &Table) -> usize {
         .map(|&side| {
             t.codes(side)
                 .iter()
-                .filter(|&&c| Value::decode(c).rule().is_some())
+                .filter(|&c| Value::decode(c).rule().is_some())
                 .count()
         })
         .sum()
@@ -76,8 +76,8 @@ fn first_difference(a: &Table, b: &Table) -> Option<(Color, usize, u16, u16)> {
     Color::ALL.into_iter().find_map(|side| {
         let (x, y) = (a.codes(side), b.codes(side));
         (0..x.len())
-            .find(|&i| x[i] != y[i])
-            .map(|i| (side, i, x[i], y[i]))
+            .find(|&i| x.get(i) != y.get(i))
+            .map(|i| (side, i, x.get(i), y.get(i)))
     })
 }
 
@@ -275,8 +275,12 @@ fn a_slice_without_a_slice_its_advances_lead_into_is_a_clear_error() {
 
 /// The part of `whole` over `slots`.
 fn part_of(whole: &Table, slots: SlotRange) -> Table {
-    let codes =
-        Color::ALL.map(|side| whole.codes(side)[slots.start as usize..slots.end as usize].to_vec());
+    let codes = Color::ALL.map(|side| {
+        whole
+            .codes(side)
+            .slice(slots.start as usize..slots.end as usize)
+            .into_owned()
+    });
     Table::part(whole.index().clone(), whole.rules(), slots, codes)
 }
 
@@ -306,10 +310,10 @@ fn a_part_is_verified_against_the_slices_before_it() {
     // slot.
     let reds = good.codes(Color::Red);
     let i = (0..reds.len())
-        .find(|&i| matches!(Value::decode(reds[i]), Value::Win(d) if d > 1))
+        .find(|&i| matches!(Value::decode(reds.get(i)), Value::Win(d) if d > 1))
         .expect("a win");
     let mut bad = good.clone();
-    bad.codes_mut(Color::Red)[i] = Value::Win(1).encode();
+    bad.set_code(Color::Red, i, Value::Win(1).encode());
     let err = solver::verify(&bad, &parts).expect_err("caught");
     assert!(
         slice.slots.start <= err.slot && err.slot < slice.slots.end,
@@ -357,15 +361,13 @@ fn the_sample_check_reads_a_slice_and_the_slices_it_leads_into() {
         .expect("a sound part passes, its slices read block by block");
     let mut bad = part.clone();
     let mut flipped = 0;
-    for c in bad.codes_mut(Color::Red).iter_mut() {
-        if let Value::Win(d) = Value::decode(*c) {
-            *c = Value::Win(d + 2).encode();
+    bad.map_codes(|side, _, c| match Value::decode(c) {
+        Value::Win(d) if side == Color::Red && flipped < 5 => {
             flipped += 1;
-            if flipped == 5 {
-                break;
-            }
+            Value::Win(d + 2).encode()
         }
-    }
+        _ => c,
+    });
     assert_eq!(flipped, 5);
     match check_sample(&bad, &done, all, 7) {
         Err(SampleError::Wrong(e)) => eprintln!("caught: {e}"),

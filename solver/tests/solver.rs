@@ -16,7 +16,7 @@ fn cad(s: Signature) -> TableId {
 }
 
 /// Both sides' encoded values.
-fn codes(t: &Table) -> [&[u16]; 2] {
+fn codes(t: &Table) -> [&xqtb_core::Codes; 2] {
     [t.codes(Color::Red), t.codes(Color::Black)]
 }
 
@@ -53,7 +53,7 @@ fn verifier_catches_corrupted_values() {
     let reds = good.codes(Color::Red);
     let find = |want: fn(Value) -> bool| {
         (0..reds.len())
-            .find(|&i| want(Value::decode(reds[i])))
+            .find(|&i| want(Value::decode(reds.get(i))))
             .expect("such a slot exists")
     };
     let corruptions: Vec<(usize, Value)> = vec![
@@ -68,7 +68,7 @@ fn verifier_catches_corrupted_values() {
     ];
     for (slot, bad) in corruptions {
         let mut t = good.clone();
-        t.codes_mut(Color::Red)[slot] = bad.encode();
+        t.set_code(Color::Red, slot, bad.encode());
         let err = verify(&t, &deps).expect_err("corruption must be caught");
         assert_eq!(err.signature, s);
         assert!(
@@ -80,13 +80,13 @@ fn verifier_catches_corrupted_values() {
     // its own): flip one loss to a longer loss.
     let black = good.codes(Color::Black);
     let slot = (0..black.len())
-        .find(|&i| matches!(Value::decode(black[i]), Value::Loss(d) if d >= 2))
+        .find(|&i| matches!(Value::decode(black.get(i)), Value::Loss(d) if d >= 2))
         .unwrap();
     let mut t = good.clone();
-    let Value::Loss(d) = Value::decode(t.codes(Color::Black)[slot]) else {
+    let Value::Loss(d) = Value::decode(t.codes(Color::Black).get(slot)) else {
         unreachable!()
     };
-    t.codes_mut(Color::Black)[slot] = Value::Loss(d + 2).encode();
+    t.set_code(Color::Black, slot, Value::Loss(d + 2).encode());
     assert!(verify(&t, &deps).is_err());
 }
 
@@ -174,7 +174,7 @@ fn verifier_catches_corrupted_rule_values() {
     let find = |side: Color, want: &dyn Fn(Value) -> bool| {
         let codes = good.codes(side);
         (0..codes.len())
-            .find(|&i| want(Value::decode(codes[i])))
+            .find(|&i| want(Value::decode(codes.get(i))))
             .expect("such a slot exists")
     };
     let terminal = |v: Value| matches!(v, Value::RuleLoss(r) if r.plies == 0);
@@ -223,7 +223,7 @@ fn verifier_catches_corrupted_rule_values() {
     ];
     for (side, slot, bad, why) in corruptions {
         let mut c = good.clone();
-        c.codes_mut(side)[slot] = bad.encode();
+        c.set_code(side, slot, bad.encode());
         let err = verify(&c, &deps).expect_err("corruption must be caught");
         assert_eq!(err.signature, s);
         assert!(err.to_string().contains(why), "{err}");
@@ -231,13 +231,13 @@ fn verifier_catches_corrupted_rule_values() {
     // Every rule value forgotten (stored as a draw) leaves the mate values consistent one ply
     // deep: only the search for missed traps among the draws can tell.
     let mut c = good.clone();
-    for side in Color::ALL {
-        for code in c.codes_mut(side) {
-            if Value::decode(*code).rule().is_some() {
-                *code = Value::Draw.encode();
-            }
+    c.map_codes(|_, _, code| {
+        if Value::decode(code).rule().is_some() {
+            Value::Draw.encode()
+        } else {
+            code
         }
-    }
+    });
     let err = verify(&c, &deps).expect_err("missing rule values must be caught");
     assert!(err.to_string().contains("trapped into"), "{err}");
 }

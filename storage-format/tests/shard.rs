@@ -259,7 +259,7 @@ fn checking_a_table_block_by_block_finds_what_decoding_it_finds() {
             .flat_map(|b| decode_block(&t, &decoder, side, b).unwrap())
             .collect();
         assert_eq!(blocks.len(), decoded.codes(side).len());
-        for (slot, (&stored, &code)) in blocks.iter().zip(decoded.codes(side)).enumerate() {
+        for (slot, (&stored, code)) in blocks.iter().zip(decoded.codes(side).iter()).enumerate() {
             if index.legal_sides(slot as u64)[side.index()] {
                 assert_eq!(stored, code, "{side} slot {slot}");
             }
@@ -375,7 +375,7 @@ fn a_pawn_table_of_index_scheme_1_stays_readable() {
                 old.decode(slot, &mut sq);
                 match sliced.index().encode(&sq[..n]) {
                     Some(s) if old.placement_is_possible(&sq[..n]) => {
-                        sliced.codes(side)[s as usize]
+                        sliced.codes(side).get(s as usize)
                     }
                     _ => xqtb_core::Value::ILLEGAL_CODE,
                 }
@@ -423,8 +423,11 @@ fn encoded_parts(t: &xqtb_core::Table) -> Vec<EncodedTable> {
     (0..index.slices().len())
         .map(|i| {
             let span = index.slice_span(i);
-            let codes = Color::ALL
-                .map(|side| t.codes(side)[span.start as usize..span.end as usize].to_vec());
+            let codes = Color::ALL.map(|side| {
+                t.codes(side)
+                    .slice(span.start as usize..span.end as usize)
+                    .into_owned()
+            });
             encode_table(&xqtb_core::Table::part(index.clone(), RULES, span, codes))
         })
         .collect()
@@ -456,8 +459,10 @@ fn parts_assemble_into_the_whole_table_byte_for_byte() {
             assert_eq!(d.slots(), span);
             for side in Color::ALL {
                 assert_eq!(
-                    d.codes(side),
-                    &t.codes(side)[span.start as usize..span.end as usize]
+                    d.codes(side).to_vec(),
+                    t.codes(side)
+                        .slice(span.start as usize..span.end as usize)
+                        .into_owned()
                 );
             }
         }
@@ -487,11 +492,13 @@ fn with_a_long_value(t: &xqtb_core::Table) -> xqtb_core::Table {
     let mut long = t.clone();
     let first = t.index().slices()[2].slots.start as usize;
     let slot = first
-        + long.codes(Color::Red)[first..]
+        + long
+            .codes(Color::Red)
             .iter()
-            .position(|&c| c != Value::ILLEGAL_CODE)
+            .skip(first)
+            .position(|c| c != Value::ILLEGAL_CODE)
             .unwrap();
-    long.codes_mut(Color::Red)[slot] = Value::Win(301).encode();
+    long.set_code(Color::Red, slot, Value::Win(301).encode());
     long
 }
 
@@ -507,15 +514,18 @@ fn parts_keeping_the_illegal_marker_assemble_byte_for_byte() {
     };
     let mut t = with_many_codes(&with_a_long_value(&krvkp()));
     let first = t.index().slices()[2].slots.start as usize;
-    let codes = t.codes_mut(Color::Black);
-    let slot = first + codes[first..].iter().position(|&c| c != 0xFFFF).unwrap();
-    codes[slot] = 0xFF;
+    let codes = t.codes(Color::Black);
+    let slot = first + codes.iter().skip(first).position(|c| c != 0xFFFF).unwrap();
+    t.set_code(Color::Black, slot, 0xFF);
     let index = t.index().clone();
     let parts: Vec<EncodedTable> = (0..index.slices().len())
         .map(|i| {
             let span = index.slice_span(i);
-            let codes = Color::ALL
-                .map(|side| t.codes(side)[span.start as usize..span.end as usize].to_vec());
+            let codes = Color::ALL.map(|side| {
+                t.codes(side)
+                    .slice(span.start as usize..span.end as usize)
+                    .into_owned()
+            });
             let part = xqtb_core::Table::part(index.clone(), RULES, span, codes);
             encode_table_with(&part, &params)
         })
@@ -534,14 +544,14 @@ fn with_many_codes(t: &xqtb_core::Table) -> xqtb_core::Table {
     use xqtb_core::Value;
     let mut many = t.clone();
     let first = t.index().slices()[4].slots.start as usize;
-    let codes = many.codes_mut(Color::Black);
+    let codes = many.codes(Color::Black);
     let legal: Vec<usize> = (first..first + 16384)
-        .filter(|&s| codes[s] != Value::ILLEGAL_CODE)
+        .filter(|&s| codes.get(s) != Value::ILLEGAL_CODE)
         .take(300)
         .collect();
     assert_eq!(legal.len(), 300);
     for (i, s) in legal.into_iter().enumerate() {
-        codes[s] = Value::Win(2 * i as u16 + 1).encode();
+        many.set_code(Color::Black, s, Value::Win(2 * i as u16 + 1).encode());
     }
     many
 }
@@ -657,8 +667,11 @@ fn a_store_lists_the_tables_it_holds_parts_of() {
         let mut parts: Vec<EncodedTable> = (0..index.slices().len())
             .map(|i| {
                 let span = index.slice_span(i);
-                let codes = Color::ALL
-                    .map(|side| t.codes(side)[span.start as usize..span.end as usize].to_vec());
+                let codes = Color::ALL.map(|side| {
+                    t.codes(side)
+                        .slice(span.start as usize..span.end as usize)
+                        .into_owned()
+                });
                 encode_table(&xqtb_core::Table::part(index.clone(), rules, span, codes))
             })
             .collect();

@@ -92,26 +92,26 @@ fn corrupt_values(table: &mut Table, n: u64) -> u64 {
     };
     let total: u64 = Color::ALL
         .iter()
-        .map(|&side| table.codes(side).iter().filter(|&&c| plain(c)).count() as u64)
+        .map(|&side| table.codes(side).iter().filter(|&c| plain(c)).count() as u64)
         .sum();
     let step = (total / n.max(1)).max(1);
     let (mut seen, mut changed) = (0u64, 0u64);
-    for side in Color::ALL {
-        for code in table.codes_mut(side) {
-            if changed == n || !plain(*code) {
-                continue;
-            }
-            if seen % step == 0 {
-                let wrong = match Value::decode(*code) {
-                    Value::Draw => Value::Win(1),
-                    _ => Value::Draw,
-                };
-                *code = wrong.encode();
-                changed += 1;
-            }
-            seen += 1;
+    table.map_codes(|_, _, code| {
+        if changed == n || !plain(code) {
+            return code;
         }
-    }
+        let pick = seen % step == 0;
+        seen += 1;
+        if !pick {
+            return code;
+        }
+        changed += 1;
+        match Value::decode(code) {
+            Value::Draw => Value::Win(1),
+            _ => Value::Draw,
+        }
+        .encode()
+    });
     changed
 }
 
@@ -132,9 +132,8 @@ mod tests {
         assert_eq!(corrupt_values(&mut bad, 20), 20);
         let changed: Vec<(u16, u16)> = Color::ALL
             .iter()
-            .flat_map(|&side| table.codes(side).iter().zip(bad.codes(side)))
+            .flat_map(|&side| table.codes(side).iter().zip(bad.codes(side).iter()))
             .filter(|(a, b)| a != b)
-            .map(|(&a, &b)| (a, b))
             .collect();
         assert_eq!(changed.len(), 20);
         for (good, wrong) in changed {

@@ -47,7 +47,7 @@ pub fn solved() -> &'static Solved {
 }
 
 /// Both sides' encoded values of a table.
-pub fn codes(t: &Table) -> [&[u16]; 2] {
+pub fn codes(t: &Table) -> [&xqtb_core::Codes; 2] {
     [t.codes(Color::Red), t.codes(Color::Black)]
 }
 

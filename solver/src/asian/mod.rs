@@ -120,7 +120,7 @@ fn dependencies_may_have_rule_values(solver: &Solver, deps: &dyn Probe) -> bool 
             Some(t) => Color::ALL.iter().any(|&side| {
                 t.codes(side)
                     .par_iter()
-                    .any(|&c| c != Value::ILLEGAL_CODE && c >= Value::MAX_DTM + 2)
+                    .any(|c| c != Value::ILLEGAL_CODE && c >= Value::MAX_DTM + 2)
             }),
         })
 }

@@ -83,7 +83,6 @@ pub fn encode_table_with(table: &Table, params: &CodecParams) -> EncodedTable {
     let max_code = values
         .par_iter()
         .flat_map(|v| v.par_iter())
-        .copied()
         .filter(|&c| c != ILLEGAL)
         .max()
         .unwrap_or(DRAW);
@@ -97,7 +96,7 @@ pub fn encode_table_with(table: &Table, params: &CodecParams) -> EncodedTable {
         values
             .par_iter()
             .flat_map(|v| v.par_chunks(bv))
-            .all(|block| indexable(block, params.filler))
+            .all(|block| indexable(&block, params.filler))
     };
     let layout = match params.layout {
         LayoutChoice::Auto | LayoutChoice::Fixed(ValueLayout::Narrow) if narrow_fits => {
@@ -137,7 +136,7 @@ pub fn encode_table_with(table: &Table, params: &CodecParams) -> EncodedTable {
                     .expect("zstd compressor")
                 },
                 |c, chunk| {
-                    let raw = block_bytes(chunk, layout, params.filler);
+                    let raw = block_bytes(&chunk, layout, params.filler);
                     let mut crc = crc32fast::Hasher::new();
                     crc.update(&raw);
                     let mut block = c.compress(&raw).expect("zstd compression of a block");
@@ -194,9 +193,10 @@ fn train_dictionary(
     bv: usize,
     max: usize,
 ) -> Option<Vec<u8>> {
-    let blocks: Vec<&[u16]> = Color::ALL
+    // Blocks by side and number: a narrow table's block is widened only when it is sampled.
+    let blocks: Vec<(Color, usize)> = Color::ALL
         .iter()
-        .flat_map(|&side| table.codes(side).chunks(bv))
+        .flat_map(|&side| (0..table.codes(side).len().div_ceil(bv)).map(move |b| (side, b)))
         .collect();
     let bytes_per_block = layout.max_block_len(bv);
     let want = (100 * max).div_ceil(bytes_per_block).max(8);
@@ -204,7 +204,11 @@ fn train_dictionary(
     let samples: Vec<Vec<u8>> = blocks
         .par_iter()
         .step_by(step)
-        .map(|c| block_bytes(c, layout, filler))
+        .map(|&(side, b)| {
+            let codes = table.codes(side);
+            let block = codes.slice(b * bv..((b + 1) * bv).min(codes.len()));
+            block_bytes(&block, layout, filler)
+        })
         .collect();
     if samples.len() < 8 {
         return None;

@@ -7,8 +7,8 @@ use super::layout::{Filler, ValueLayout};
 use rayon::prelude::*;
 use xiangqi::Color;
 use xqtb_core::{
-    MAX_PIECES, RuleSet, SCHEME_SLICED, SCHEME_WHOLE, SideCounts, Signature, SlotRange, Table,
-    TableCounts, TableId, TableIndex, Value,
+    Codes, MAX_PIECES, RuleSet, SCHEME_SLICED, SCHEME_WHOLE, SideCounts, Signature, SlotRange,
+    Table, TableCounts, TableId, TableIndex, Value,
 };
 
 /// Version of the header and block encoding described here. Bump on any incompatible change.
@@ -555,7 +555,7 @@ impl EncodedTable {
 }
 
 /// Counts of one side's codes, the first of which is slot `first`'s: legal, W/D/L, longest win.
-fn count_side(codes: &[u16], first: u64) -> SideCounts {
+fn count_side(codes: &Codes, first: u64) -> SideCounts {
     const CHUNK: usize = 1 << 16;
     codes
         .par_chunks(CHUNK)
