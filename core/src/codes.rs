@@ -67,6 +67,17 @@ impl From<Vec<u16>> for Codes {
 }
 
 impl Codes {
+    /// Codes held a byte per slot through `dict` (byte to code), as a producer that knows its
+    /// codes writes them without a two-byte copy first.
+    ///
+    /// # Panics
+    /// If `dict` is not sorted ascending (a programming error: the order of bytes must be the
+    /// order of the codes).
+    pub fn from_bytes(bytes: Vec<u8>, dict: [u16; 256]) -> Codes {
+        assert!(dict.is_sorted(), "a narrow dictionary is sorted ascending");
+        Codes(Repr::Narrow { bytes, dict })
+    }
+
     /// The number of slots.
     #[inline]
     pub fn len(&self) -> usize {

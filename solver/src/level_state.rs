@@ -24,7 +24,8 @@
 //! window spans 82 levels, so most tables never slide it.
 //!
 //! The states are held in segments of a quarter mebibyte, so that turning them into two-byte
-//! codes at the end ([`LevelStates::into_codes`]) returns each segment to the system as soon as
+//! codes or a finished table at the end ([`LevelStates::into_codes`],
+//! [`LevelStates::into_values`]) returns each segment to the system as soon as
 //! it is read: the phase's peak is one byte per entry, the change-over's two (less when each
 //! side's codes are narrowed to a byte per slot as soon as they are built).
 
@@ -33,7 +34,7 @@ use rayon::prelude::*;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicU16, Ordering::Relaxed};
 use xiangqi::Color;
-use xqtb_core::{RuleSet, Value};
+use xqtb_core::{Codes, Value};
 
 /// Slots per segment: a whole number of chunks, and above glibc's mmap threshold (which the
 /// binary fixes), so that a freed segment leaves the process at once.
@@ -318,13 +319,49 @@ impl LevelStates {
         self.base = new_base;
     }
 
-    /// The two-byte codes of every entry, per side to move, as the job's next step takes them:
-    /// its value where it was resolved, and where not a draw under `cycles-are-draws`, or the
-    /// rule phase's first undecided state under `asian` ([`crate::state::Undecided::new`]).
-    /// Each segment is freed as soon as it is read, and each side's codes are handed to
-    /// `T::from` as soon as they are built, before the other side's are (a table's
-    /// [`xqtb_core::Codes`] then hold them in a byte per slot while the second side is built).
-    pub(crate) fn into_codes<T: From<Vec<u16>>>(self, rules: RuleSet) -> [T; 2] {
+    /// The two-byte codes of every entry, per side to move, for the rule phase of `asian`: its
+    /// value where it was resolved, and where not the phase's first undecided state
+    /// ([`crate::state::Undecided::new`]).
+    pub(crate) fn into_codes(self) -> [Vec<u16>; 2] {
+        self.convert(
+            |holds| crate::state::Undecided::new(holds).code(),
+            |code| code,
+            |codes| codes,
+        )
+    }
+
+    /// The finished values under `cycles-are-draws`, per side to move: the value where it was
+    /// resolved, and a draw where not. A byte per entry whenever every mate is shorter than 254
+    /// plies (the byte is then the value's code, 255 an illegal entry), written straight from
+    /// the states, so that the finished table never takes more memory than the levels did.
+    pub(crate) fn into_values(self) -> [Codes; 2] {
+        let draw = |_| Value::DRAW_CODE;
+        // Every level resolved so far lies below the window's end.
+        if self.base + self.window > u16::from(u8::MAX) - 1 {
+            return self.convert(draw, |code| code, Codes::from);
+        }
+        let narrow = |code: u16| {
+            if code == Value::ILLEGAL_CODE {
+                u8::MAX
+            } else {
+                code as u8
+            }
+        };
+        self.convert(draw, narrow, |bytes| {
+            Codes::from_bytes(bytes, identity_dictionary())
+        })
+    }
+
+    /// Every entry's two-byte code (`unresolved(holds)` for a position the levels did not
+    /// resolve), stored as `out` makes it, each side handed to `finish` as soon as it is built,
+    /// before the other side's is. Each segment is freed as soon as it is read, so the states
+    /// and the result are never held whole together.
+    fn convert<T: Copy + Default + Send + Sync, U>(
+        self,
+        unresolved: impl Fn(bool) -> u16 + Sync,
+        out: impl Fn(u16) -> T + Sync,
+        mut finish: impl FnMut(Vec<T>) -> U,
+    ) -> [U; 2] {
         let LevelStates {
             window,
             base,
@@ -334,22 +371,18 @@ impl LevelStates {
             spills,
             ..
         } = self;
-        let unresolved = |holds: bool| match rules {
-            RuleSet::CyclesAreDraws => Value::DRAW_CODE,
-            RuleSet::Asian => crate::state::Undecided::new(holds).code(),
-        };
         let chunks_per_segment = SEGMENT_SLOTS / CHUNK_SLOTS as usize;
         let [red, black] = segments;
         [(Color::Red, red), (Color::Black, black)].map(|(side, segments)| {
-            let mut codes = vec![0u16; len];
+            let mut codes = vec![T::default(); len];
             segments
                 .into_par_iter()
                 .zip(codes.par_chunks_mut(SEGMENT_SLOTS))
                 .enumerate()
-                .for_each(|(s, (segment, out))| {
-                    for (k, (states, out)) in segment
+                .for_each(|(s, (segment, to))| {
+                    for (k, (states, to)) in segment
                         .chunks(CHUNK_SLOTS as usize)
-                        .zip(out.chunks_mut(CHUNK_SLOTS as usize))
+                        .zip(to.chunks_mut(CHUNK_SLOTS as usize))
                         .enumerate()
                     {
                         let chunk = side.index() * chunks + s * chunks_per_segment + k;
@@ -370,22 +403,34 @@ impl LevelStates {
                                 })
                                 .expect("an entry resolved before the window was spilled")
                         };
-                        for (k, (a, out)) in states.iter().zip(out.iter_mut()).enumerate() {
-                            let code = a.load(Relaxed);
-                            *out = match code {
+                        for (k, (a, to)) in states.iter().zip(to.iter_mut()).enumerate() {
+                            let code = match a.load(Relaxed) {
                                 ILLEGAL => Value::ILLEGAL_CODE,
                                 WON_EARLIER | LOST_EARLIER => level_spilled(k) + 1,
                                 HOLDS => unresolved(true),
                                 c if u16::from(c) < window => base + c as u16 + 1,
                                 _ => unresolved(false),
                             };
+                            *to = out(code);
                         }
                     }
                     drop(segment);
                 });
-            T::from(codes)
+            finish(codes)
         })
     }
+}
+
+/// The dictionary of a narrow side whose bytes are its codes: every code below 255 stands for
+/// itself, and 255 for an illegal entry.
+fn identity_dictionary() -> [u16; 256] {
+    std::array::from_fn(|b| {
+        if b == 255 {
+            Value::ILLEGAL_CODE
+        } else {
+            b as u16
+        }
+    })
 }
 
 #[cfg(test)]
@@ -422,12 +467,13 @@ mod tests {
         assert_eq!(pending[0].load(Relaxed), 9);
         assert_eq!(s.at(Color::Black, 4).load(Relaxed), WON_EARLIER);
         s.at(Color::Red, 1).store(s.resolved(9), Relaxed);
-        let [red, black]: [Vec<u16>; 2] = s.into_codes(RuleSet::CyclesAreDraws);
-        assert_eq!(red[0], Value::Loss(0).encode());
-        assert_eq!(red[1], Value::Win(9).encode());
-        assert_eq!(red[2], Value::DRAW_CODE);
-        assert_eq!(red[3], Value::ILLEGAL_CODE);
-        assert_eq!(black[4], Value::Win(3).encode());
+        let [red, black] = s.into_values();
+        assert!(red.is_narrow() && black.is_narrow());
+        assert_eq!(red.get(0), Value::Loss(0).encode());
+        assert_eq!(red.get(1), Value::Win(9).encode());
+        assert_eq!(red.get(2), Value::DRAW_CODE);
+        assert_eq!(red.get(3), Value::ILLEGAL_CODE);
+        assert_eq!(black.get(4), Value::Win(3).encode());
         assert_eq!(black.len(), n as usize);
     }
 }

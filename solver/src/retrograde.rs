@@ -25,13 +25,13 @@ use xqtb_core::{MoveReading, Probe, ProbeError, Value};
 
 const MAX_DTM: u16 = Value::MAX_DTM;
 
-/// Level-by-level retrograde analysis to mate of `job`; returns the codes of its entries, per
-/// side to move, each side made a `T` as soon as it is built ([`LevelStates::into_codes`]).
-pub(crate) fn retrograde<T: From<Vec<u16>>>(
+/// Level-by-level retrograde analysis to mate of `job`; returns its entries' states, per side
+/// to move ([`LevelStates`]), for the rule phase or the finished table to take.
+pub(crate) fn retrograde(
     job: &Job,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<[T; 2], SolveError> {
+) -> Result<LevelStates, SolveError> {
     let signature = job.index.signature();
     let mut solver = Levels::new(job, window());
     let started = std::time::Instant::now();
@@ -64,7 +64,7 @@ pub(crate) fn retrograde<T: From<Vec<u16>>>(
         level += 1;
     }
     tracing::info!(table = %signature, levels = level, secs = started.elapsed().as_secs_f64(), "levels done");
-    Ok(solver.states.into_codes(job.rules))
+    Ok(solver.states)
 }
 
 /// The window of levels a state byte spans ([`crate::level_state`]).

@@ -68,13 +68,12 @@ pub fn solve_range(
     let job = Job::new(&index, id.rules, slots);
     // Plain retrograde analysis first: under every rule set, what it resolves ends in mate (a
     // capture into a rule-decided position of another table counts as a draw here).
+    let states = retrograde(&job, deps, progress)?;
     // The one place the solver depends on the rule set: what is left unresolved.
-    let values: [Codes; 2] = match id.rules {
-        // The values are final: each side is narrowed before the other is built.
-        RuleSet::CyclesAreDraws => retrograde(&job, deps, progress)?,
+    let values = match id.rules {
+        RuleSet::CyclesAreDraws => states.into_values(),
         RuleSet::Asian => {
-            let codes: [Vec<u16>; 2] = retrograde(&job, deps, progress)?;
-            crate::asian::decide(job, codes, deps, progress)?.map(Codes::from)
+            crate::asian::decide(job, states.into_codes(), deps, progress)?.map(Codes::from)
         }
     };
     Ok(Table::part(index, id.rules, slots, values))
