@@ -260,9 +260,11 @@ fn distinct(codes: &[u16]) -> Box<[u64; 1024]> {
         })
 }
 
-/// Asks the CPU to start loading the cache line of `p`.
+/// Asks the CPU to start loading the cache line of `p`. Table lookups of neighbouring slots are
+/// scattered over hundreds of megabytes, so issuing every load of a position's moves before
+/// using any of them overlaps their cache misses.
 #[inline(always)]
-fn prefetch<T>(p: &T) {
+pub fn prefetch<T>(p: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is a hint without side effects on any address.
     unsafe {

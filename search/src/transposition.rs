@@ -105,19 +105,7 @@ impl Table {
     /// it in cache: a search looks up every move's position, and waiting for memory is most of
     /// a lookup's cost.
     pub fn prefetch(&self, key: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let bucket: *const Bucket = &self.buckets[(key & self.mask) as usize];
-            // SAFETY: a prefetch is only a hint; it reads nothing and cannot fault, and SSE is
-            // part of every x86-64 processor.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    bucket.cast::<i8>(),
-                );
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = key;
+        xqtb_core::prefetch(&self.buckets[(key & self.mask) as usize]);
     }
 
     pub fn get(&self, key: u64) -> Option<Entry> {

@@ -247,17 +247,3 @@ impl<'a> SlotPosition<'a> {
         (&self.moves, &self.slots[..self.moves.len()])
     }
 }
-
-/// Asks the CPU to start loading the cache line of `p`. Table lookups of neighbouring slots are
-/// scattered over hundreds of megabytes, so issuing every load of a position's moves before using
-/// any of them overlaps their cache misses.
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint without side effects on any address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}

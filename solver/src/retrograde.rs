@@ -16,11 +16,12 @@
 use crate::capture::ExitValues;
 use crate::error::SolveError;
 use crate::level_state::{CANDIDATE, Capture, ILLEGAL, LOSES_BY_NOW, LevelStates};
-use crate::position::{Job, SlotPosition, prefetch};
+use crate::position::{Job, SlotPosition};
 use crate::progress::Progress;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use xiangqi::{Color, MoveList};
+use xqtb_core::prefetch;
 use xqtb_core::{MoveReading, Probe, ProbeError, Value};
 
 const MAX_DTM: u16 = Value::MAX_DTM;

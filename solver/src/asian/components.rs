@@ -12,12 +12,12 @@
 use super::phase::{Phase, entry_of, pos_of};
 use super::roles::graph_moves;
 use crate::error::SolveError;
-use crate::position::prefetch;
 use crate::state::{Flags, Undecided};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicU64};
+use xqtb_core::prefetch;
 
 /// Nodes handed to the rule engine at once: bounds the memory of the explicit graphs (a larger
 /// component makes a batch of its own).

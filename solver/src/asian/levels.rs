@@ -14,12 +14,13 @@
 
 use super::phase::{IfLost, Phase, Pos, rule_value};
 use crate::error::SolveError;
-use crate::position::{SlotPosition, prefetch};
+use crate::position::SlotPosition;
 use crate::state::{Flags, Undecided, Witness, is_undecided};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU16;
 use std::sync::atomic::Ordering::Relaxed;
+use xqtb_core::prefetch;
 
 use xqtb_core::{Rule, RuleValue, Value};
 

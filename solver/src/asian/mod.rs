@@ -138,6 +138,8 @@ pub(crate) fn decide(
     Ok(solver.finish())
 }
 
+/// The rule phase on `solver`'s states: round 0 from the moves leaving the job, then rounds of
+/// forced positions, traps and levels until one finds no trap.
 fn decide_on(
     solver: &Solver,
     deps: &dyn Probe,

@@ -24,11 +24,12 @@
 //! proportional to what changed, not to the graph.
 
 use super::phase::{Phase, Pos, entry_of, pos_of};
-use crate::position::{LEAVES, SlotPosition, prefetch};
+use crate::position::{LEAVES, SlotPosition};
 use crate::state::{Flag, Flags, Undecided};
 use rayon::prelude::*;
 use std::sync::atomic::Ordering::Relaxed;
 use xiangqi::{Color, Move, MoveList};
+use xqtb_core::prefetch;
 
 /// Calls `f(pos, m, slot)` for each move of the trap graph from the loaded position: for an
 /// `offender` position every move in the job into an undecided position, for a winner position
