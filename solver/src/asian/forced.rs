@@ -11,7 +11,7 @@
 //! forced while undecided: its successors can only be decided as wins for the other side.
 
 use super::phase::{Phase, king_and_others, pop_square};
-use super::roles::{entry, merge, revive};
+use super::roles::{ByRole, Gained, GainedCount, entry, revive};
 use crate::error::SolveError;
 use crate::position::SlotPosition;
 use crate::state::{Flags, Undecided, Witness, is_undecided};
@@ -110,17 +110,21 @@ fn forced(
 /// Flags as forced to offend the undecided positions that are (all of them in the first round,
 /// later only those touched since the last trap search), gives them the offender role and the
 /// positions their offences reach the winner role ([`revive`]), and gives the others a fresh
-/// witness. Returns how many it flagged, and the positions that gained a role, as entries:
-/// winner positions, then offender positions (none in the first round, where every position
-/// is new anyway).
-pub(super) fn mark(phase: &Phase, first: bool) -> Result<(u64, [Vec<u64>; 2]), SolveError> {
+/// witness. Returns how many it flagged, and the positions that gained a role when at most
+/// `limit` did ([`super::search::gained_limit`]).
+pub(super) fn mark(
+    phase: &Phase,
+    first: bool,
+    limit: Option<u64>,
+) -> Result<(u64, Gained), SolveError> {
     let all = first;
+    let count = GainedCount::new(limit);
     let test = |side: Color, slots: &mut dyn Iterator<Item = u64>, pos: &mut SlotPosition| {
         let states = phase.states(side);
         let mut n = 0u64;
         let mut open = Vec::with_capacity(xiangqi::MAX_MOVES);
         let mut moves = MoveList::new();
-        let mut gained: [Vec<u64>; 2] = Default::default();
+        let mut gained: ByRole = Default::default();
         for slot in slots {
             let state = &states[slot as usize];
             let Some(u) = Undecided::of(state.load(Relaxed)) else {
@@ -152,10 +156,7 @@ pub(super) fn mark(phase: &Phase, first: bool) -> Result<(u64, [Vec<u64>; 2]), S
                 n += 1;
             }
         }
-        if first {
-            gained = Default::default();
-        }
-        Ok((n, gained))
+        Ok((n, count.keep(gained)))
     };
     let found = if all {
         phase.par_chunks(|side, mut slots, pos| test(side, &mut slots, pos))?
@@ -165,5 +166,6 @@ pub(super) fn mark(phase: &Phase, first: bool) -> Result<(u64, [Vec<u64>; 2]), S
         })?
     };
     let n = found.iter().map(|(k, _)| k).sum();
-    Ok((n, merge(found.into_iter().map(|(_, g)| g).collect())))
+    let parts = found.into_iter().map(|(_, g)| g).collect();
+    Ok((n, Gained::join(parts, &count)))
 }

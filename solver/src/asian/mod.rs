@@ -177,9 +177,10 @@ fn decide_on(
     if traps {
         for round in 1u8.. {
             let t0 = std::time::Instant::now();
-            let (newly_forced, reached) = forced::mark(&phase, round == 1)?;
+            let limit = search::gained_limit(round, solver.len());
+            let (newly_forced, gained) = forced::mark(&phase, round == 1, limit)?;
             let t1 = t0.elapsed().as_secs_f64();
-            let terminals = search::trap_round(&phase, round, reached)?;
+            let terminals = search::trap_round(&phase, round, gained)?;
             let t2 = t0.elapsed().as_secs_f64();
             if terminals == 0 {
                 tracing::debug!(table = %index.signature(), round, newly_forced, "no trap");

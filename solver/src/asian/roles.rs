@@ -27,6 +27,7 @@ use super::phase::{Phase, Pos, entry_of, pos_of};
 use crate::position::{LEAVES, SlotPosition};
 use crate::state::{Flag, Flags, Undecided};
 use rayon::prelude::*;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use xiangqi::{Color, Move, MoveList};
 use xqtb_core::prefetch;
@@ -92,32 +93,81 @@ pub(super) enum Start {
 }
 
 impl Start {
-    /// The cheaper start for a job of `size` slots a side, after `gained` positions got a role
-    /// as this round's forced positions were marked (a measure of how much changed): a fresh
-    /// start reads the blocks of all the trap graph's positions, about the whole table, while
-    /// a start from the last round sets up each changed position and its neighbours.
-    pub(super) fn for_change(size: u64, gained: u64) -> Start {
-        if gained * 64 > size {
-            Start::Afresh
+    /// The most positions that may gain a role as a round's forced positions are marked (a
+    /// measure of how much changed) for the cheaper start to be from the last round, in a job
+    /// of `size` slots a side: a fresh start reads the blocks of all the trap graph's
+    /// positions, about the whole table, while a start from the last round sets up each changed
+    /// position and its neighbours.
+    pub(super) fn most_gained_from_last_round(size: u64) -> u64 {
+        size / 64
+    }
+}
+
+/// The positions that gained a role as a round's forced positions were marked
+/// ([`super::forced::mark`]).
+pub(super) enum Gained {
+    /// Listed, as entries: winner positions, then offender positions.
+    Listed(ByRole),
+    /// Not listed: more than a start from the last round's fixed point is worth (or the first
+    /// round, which starts afresh anyway). Lists of them would only add to the phase's peak
+    /// memory: a fresh start does not read them.
+    Unlisted,
+}
+
+impl Gained {
+    /// Joins the lists that parallel pieces of a pass made, when they listed every position
+    /// that gained a role ([`GainedCount`]).
+    pub(super) fn join(parts: Vec<ByRole>, count: &GainedCount) -> Gained {
+        if count.over() {
+            Gained::Unlisted
         } else {
-            Start::FromLastRound
+            Gained::Listed(merge(parts))
         }
     }
 }
 
-/// Finds this round's safety fixed point. `gained` holds, as entries, the positions that
-/// gained a role as the forced positions were marked (winner positions, then offender
-/// positions, [`revive`]).
-pub(super) fn keep_safe(phase: &Phase, start: Start, gained: ByRole) {
-    match start {
-        Start::Afresh => {
-            // The gained positions are not needed afresh: freed before the fixed point's own
-            // lists grow (they would add to the rule phase's peak memory).
-            drop(gained);
-            give_roles(phase)
+/// Counts, across the parallel pieces of a pass, the positions that gained a role, so that the
+/// pieces stop keeping lists of them once there are more than a limit (with no limit, none are
+/// kept).
+pub(super) struct GainedCount {
+    limit: Option<u64>,
+    count: AtomicU64,
+}
+
+impl GainedCount {
+    pub(super) fn new(limit: Option<u64>) -> GainedCount {
+        GainedCount {
+            limit,
+            count: AtomicU64::new(0),
         }
-        Start::FromLastRound => {
-            let mut gained = gained;
+    }
+
+    /// A piece's lists, counted: kept while the count is within the limit, else dropped.
+    pub(super) fn keep(&self, lists: ByRole) -> ByRole {
+        let n: u64 = lists.iter().map(|l| l.len() as u64).sum();
+        let Some(limit) = self.limit else {
+            return Default::default();
+        };
+        if n == 0 || self.count.fetch_add(n, Relaxed).saturating_add(n) <= limit {
+            lists
+        } else {
+            Default::default()
+        }
+    }
+
+    /// Whether the lists are not kept: no limit, or more than it gained a role.
+    fn over(&self) -> bool {
+        self.limit
+            .is_none_or(|limit| self.count.load(Relaxed) > limit)
+    }
+}
+
+/// Finds this round's safety fixed point, from the last round's when the positions that gained
+/// a role as the forced positions were marked ([`revive`]) are listed in `gained`, else afresh.
+pub(super) fn keep_safe(phase: &Phase, gained: Gained) {
+    match gained {
+        Gained::Unlisted => give_roles(phase),
+        Gained::Listed(mut gained) => {
             for (g, t) in gained.iter_mut().zip(revive_touched(phase)) {
                 g.extend(t);
             }

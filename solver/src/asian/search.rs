@@ -12,30 +12,40 @@
 use super::components::search_components;
 use super::game::TableGame;
 use super::phase::{Phase, pos_of, rule_value};
-use super::roles::{ByRole, Start, keep_safe};
+use super::roles::{Gained, Start, keep_safe};
 use crate::error::SolveError;
 use crate::rules::{Game, traps};
 use crate::state::{Flags, Undecided};
 use std::sync::atomic::Ordering::Relaxed;
 use xqtb_core::Rule;
 
+/// How many positions may gain a role as `round`'s forced positions are marked for its safety
+/// pass to start from the last round's fixed point, in a job of `size` slots a side (`None`:
+/// it starts afresh whatever changed). [`super::forced::mark`] lists them up to this.
+pub(super) fn gained_limit(round: u8, size: u64) -> Option<u64> {
+    match (round, forced_start()) {
+        (1, _) | (_, Some(Start::Afresh)) => None,
+        (_, Some(Start::FromLastRound)) => Some(u64::MAX),
+        _ => Some(Start::most_gained_from_last_round(size)),
+    }
+}
+
 /// Finds this round's traps and writes their offender positions as lost by rule, 0 plies
 /// away; the first round looks at every component. `gained` holds the positions that gained a
-/// role when this round's forced positions were marked ([`super::forced::mark`]). Returns how
-/// many terminals it wrote.
-pub(super) fn trap_round(phase: &Phase, round: u8, gained: ByRole) -> Result<u64, SolveError> {
+/// role when this round's forced positions were marked ([`super::forced::mark`]), when few
+/// enough to start from the last round's fixed point. Returns how many terminals it wrote.
+pub(super) fn trap_round(phase: &Phase, round: u8, gained: Gained) -> Result<u64, SolveError> {
     let s = phase.solver;
     let size = s.len();
     let t0 = std::time::Instant::now();
     // A winner role may be stale (every forced position leading there decided since). Such a
     // position stays a node: no offender position leads there, so no trap runs through it and
     // nobody's safety depends on it.
-    let start = match (round, forced_start()) {
-        (1, _) => Start::Afresh,
-        (_, Some(start)) => start,
-        _ => Start::for_change(size, gained.iter().map(|g| g.len() as u64).sum()),
+    let start = match gained {
+        Gained::Listed(_) => Start::FromLastRound,
+        Gained::Unlisted => Start::Afresh,
     };
-    keep_safe(phase, start, gained);
+    keep_safe(phase, gained);
     let t1 = t0.elapsed().as_secs_f64();
     let codes = [
         rule_value(s, Rule::PerpetualCheck, round, 0)?.encode(),
@@ -93,7 +103,7 @@ fn clear_touched(phase: &Phase) {
 }
 
 /// Tests only: how the rounds after the first start their safety pass (0 as
-/// [`Start::for_change`] chooses, 1 always afresh, 2 always from the last round).
+/// [`gained_limit`] chooses, 1 always afresh, 2 always from the last round).
 #[cfg(test)]
 static FORCE_START: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
