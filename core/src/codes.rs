@@ -40,28 +40,117 @@ enum Repr {
 /// freed as the bytes are written, so the codes are never held twice.
 impl From<Vec<u16>> for Codes {
     fn from(wide: Vec<u16>) -> Codes {
-        let seen = distinct(&wide);
-        let count: u32 = seen.iter().map(|w| w.count_ones()).sum();
-        if count > 256 {
-            return Codes(Repr::Wide(wide));
+        match Narrowing::of(&CodeSet::of(&wide)) {
+            None => Codes(Repr::Wide(wide)),
+            Some(n) => {
+                let bytes = narrow(wide, &n.byte_of);
+                n.codes(bytes)
+            }
+        }
+    }
+}
+
+/// A set of codes, a bit per possible code: what decides whether codes fit a byte per slot.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CodeSet(Box<[u64; 1024]>);
+
+impl Default for CodeSet {
+    fn default() -> CodeSet {
+        CodeSet(Box::new([0; 1024]))
+    }
+}
+
+impl std::fmt::Debug for CodeSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl CodeSet {
+    /// The set of the codes in `codes`.
+    pub fn of(codes: &[u16]) -> CodeSet {
+        codes
+            .par_chunks(1 << 16)
+            .fold(CodeSet::default, |mut seen, chunk| {
+                for &c in chunk {
+                    seen.insert(c);
+                }
+                seen
+            })
+            .reduce(CodeSet::default, |mut a, b| {
+                a.union(&b);
+                a
+            })
+    }
+
+    /// Adds `code`.
+    #[inline]
+    pub fn insert(&mut self, code: u16) {
+        self.0[code as usize >> 6] |= 1 << (code & 63);
+    }
+
+    /// Adds every code of `other`.
+    pub fn union(&mut self, other: &CodeSet) {
+        for (x, y) in self.0.iter_mut().zip(other.0.iter()) {
+            *x |= y;
+        }
+    }
+
+    /// The number of codes.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Whether the set holds no code.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+
+    /// The codes, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
+        (0..=u16::MAX).filter(|&c| self.0[c as usize >> 6] >> (c & 63) & 1 == 1)
+    }
+}
+
+/// How the codes of a set are written a byte per slot: the dictionary (byte to code, sorted)
+/// and the byte of each code.
+pub struct Narrowing {
+    dict: [u16; 256],
+    byte_of: Vec<u8>,
+}
+
+impl Narrowing {
+    /// The narrowing of the codes of `set`, when it holds at most 256.
+    pub fn of(set: &CodeSet) -> Option<Narrowing> {
+        if set.len() > 256 {
+            return None;
         }
         let mut dict = [0u16; 256];
         let mut byte_of = vec![0u8; 1 << 16];
         let mut n = 0;
-        for code in 0..=u16::MAX {
-            if seen[code as usize >> 6] >> (code & 63) & 1 == 1 {
-                dict[n] = code;
-                byte_of[code as usize] = n as u8;
-                n += 1;
-            }
+        for code in set.iter() {
+            dict[n] = code;
+            byte_of[code as usize] = n as u8;
+            n += 1;
         }
         if n > 0 {
             let last = dict[n - 1];
             dict[n..].fill(last);
         }
+        Some(Narrowing { dict, byte_of })
+    }
+
+    /// The byte of `code` (a code of the set).
+    #[inline]
+    pub fn byte(&self, code: u16) -> u8 {
+        self.byte_of[code as usize]
+    }
+
+    /// The codes whose bytes ([`Narrowing::byte`]) are `bytes`.
+    pub fn codes(self, bytes: Vec<u8>) -> Codes {
         Codes(Repr::Narrow {
-            bytes: narrow(wide, &byte_of),
-            dict,
+            bytes,
+            dict: self.dict,
         })
     }
 }
@@ -241,25 +330,6 @@ fn narrow(mut wide: Vec<u16>, byte_of: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// The set of codes in `codes`, a bit per possible code.
-fn distinct(codes: &[u16]) -> Box<[u64; 1024]> {
-    let empty = || Box::new([0u64; 1024]);
-    codes
-        .par_chunks(1 << 16)
-        .fold(empty, |mut seen, chunk| {
-            for &c in chunk {
-                seen[c as usize >> 6] |= 1 << (c & 63);
-            }
-            seen
-        })
-        .reduce(empty, |mut a, b| {
-            for (x, y) in a.iter_mut().zip(b.iter()) {
-                *x |= y;
-            }
-            a
-        })
-}
-
 /// Asks the CPU to start loading the cache line of `p`. Table lookups of neighbouring slots are
 /// scattered over hundreds of megabytes, so issuing every load of a position's moves before
 /// using any of them overlaps their cache misses.
@@ -426,6 +496,23 @@ mod tests {
         let shorter = Codes::from(codes[..999].to_vec());
         assert_ne!(narrow, shorter);
         assert_ne!(wide, shorter);
+    }
+
+    #[test]
+    fn a_code_set_narrows_in_code_order_up_to_256_codes() {
+        let mut set = CodeSet::of(&[7, 0xFFFF, 7, 0]);
+        let mut other = CodeSet::default();
+        other.insert(300);
+        set.union(&other);
+        assert_eq!(set.iter().collect::<Vec<_>>(), [0, 7, 300, 0xFFFF]);
+        assert_eq!(set.len(), 4);
+        let n = Narrowing::of(&set).expect("four codes fit a byte");
+        let bytes: Vec<u8> = [300, 0, 0xFFFF, 7].iter().map(|&c| n.byte(c)).collect();
+        assert_eq!(bytes, [2, 0, 3, 1]);
+        assert_eq!(n.codes(bytes).to_vec(), [300, 0, 0xFFFF, 7]);
+        let wide = CodeSet::of(&cycling(1000, 257, 0));
+        assert!(Narrowing::of(&wide).is_none() && !wide.is_empty());
+        assert!(CodeSet::default().is_empty());
     }
 
     #[test]

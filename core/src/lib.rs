@@ -43,7 +43,7 @@ mod signature;
 mod table;
 mod value;
 
-pub use codes::{Codes, prefetch};
+pub use codes::{CodeSet, Codes, Narrowing, prefetch};
 pub use cost::{
     BASE_BYTES, DEPENDENCY_CACHE_BYTES, JobCost, TABLE_BYTES_PER_ENTRY, memory_for_jobs,
 };

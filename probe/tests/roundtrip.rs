@@ -149,14 +149,20 @@ fn codes_beyond_a_byte_switch_to_indexed_blocks_then_to_two_byte_planes() {
         enc.header.counts[Color::Red].longest_win,
         Some((301, legal[0] as u64))
     );
-    assert!(codes(&decode_table(&enc).unwrap()) == codes(&t));
+    let dec = decode_table(&enc).unwrap();
+    assert!(codes(&dec) == codes(&t));
+    // Decoded a byte per slot where a side's codes fit one (the decoder learns the codes
+    // before it writes them), two bytes where they do not.
+    assert!(Color::ALL.iter().all(|&side| dec.codes(side).is_narrow()));
     assert!(legal[299] < 1 << 14, "300 legal slots in the first block");
     for (i, &s) in legal[..300].iter().enumerate() {
         t.set_code(Color::Red, s, Value::Win(2 * i as u16 + 1).encode());
     }
     let enc = encode_table(&t);
     assert_eq!(enc.header.layout, ValueLayout::Planes);
-    assert!(codes(&decode_table(&enc).unwrap()) == codes(&t));
+    let dec = decode_table(&enc).unwrap();
+    assert!(codes(&dec) == codes(&t));
+    assert!(!dec.codes(Color::Red).is_narrow() && dec.codes(Color::Black).is_narrow());
 }
 
 /// An indexed block whose checksums match but whose list of codes or indices is malformed (a

@@ -15,8 +15,14 @@
 //! #     // A table whose every legal slot is a draw: enough to show the round trip.
 //! #     let index = xqtb_core::TableIndex::new(sig);
 //! #     let n = index.size() as usize;
-//! #     let mut codes = [vec![0u16; n], vec![0u16; n]];
-//! #     storage_format::codec::restore_illegal(&index, &mut codes);
+//! #     let codes = [0, 1].map(|side| {
+//! #         (0..n as u64)
+//! #             .map(|slot| match index.legal_sides(slot)[side] {
+//! #                 true => xqtb_core::Value::DRAW_CODE,
+//! #                 false => xqtb_core::Value::ILLEGAL_CODE,
+//! #             })
+//! #             .collect::<Vec<u16>>()
+//! #     });
 //! #     xqtb_core::Table::new(index, RuleSet::CyclesAreDraws, codes)
 //! # }
 //! let encoded = encode_table(&tables);

@@ -2,12 +2,14 @@
 //! checking or decoding a whole table against its header.
 
 use super::error::CodecError;
-use super::header::{BlockInfo, EncodedTable, TableHeader, count_table};
+use super::header::{BlockInfo, EncodedTable, TableHeader};
 use super::layout::ILLEGAL;
 use rayon::prelude::*;
 use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use xiangqi::Color;
-use xqtb_core::{SideCounts, Table, TableCounts, TableIndex, Value};
+use xqtb_core::{CodeSet, Codes, Narrowing, SideCounts, Table, TableCounts, TableIndex, Value};
 
 /// A block decompressor for one table: the prepared dictionary, if any.
 pub struct BlockDecoder {
@@ -190,32 +192,78 @@ pub fn decode_block(
 /// coordinator checks uploads this way (a table of 5e8 entries decoded would take 1 GB).
 pub fn check_table(encoded: &EncodedTable) -> Result<(), CodecError> {
     encoded.validate()?;
-    let h = &encoded.header;
-    let index = h.index()?;
+    let index = encoded.header.index()?;
     let decoder = BlockDecoder::new(encoded.dictionary.as_deref());
-    type Part = [(crc32fast::Hasher, SideCounts); 2];
-    let empty = || -> Part { Default::default() };
+    scan(encoded, &index, &decoder, None)?;
+    Ok(())
+}
+
+/// What a pass over a table's blocks finds of one side to move: the checksum of its stored
+/// values, the counts of its legal slots' values, and their codes.
+#[derive(Default)]
+struct SideScan {
+    crc: crc32fast::Hasher,
+    counts: SideCounts,
+    codes: CodeSet,
+}
+
+/// A bit per slot of a table or part (from its first slot), for one side to move.
+type SlotBits = Vec<AtomicU64>;
+
+fn slot_bits(slots: u64) -> SlotBits {
+    (0..slots.div_ceil(64)).map(|_| AtomicU64::new(0)).collect()
+}
+
+fn has_bit(bits: &SlotBits, i: usize) -> bool {
+    bits[i / 64].load(Relaxed) >> (i % 64) & 1 == 1
+}
+
+/// Reads both sides' blocks once, a few at a time in parallel, and checks them: each block
+/// well-formed, each side's checksum and the counts of its legal values those of the header.
+/// Returns each side's scan; `legal`, when given, gets a bit for each slot legal with that side
+/// to move.
+fn scan(
+    encoded: &EncodedTable,
+    index: &TableIndex,
+    decoder: &BlockDecoder,
+    legal: Option<&[SlotBits; 2]>,
+) -> Result<[SideScan; 2], CodecError> {
+    let h = &encoded.header;
+    let empty = <[SideScan; 2]>::default;
     // Both sides' blocks `b` cover the same slots, whose legality is computed once for both.
     let [red, black] = (0..h.block_count())
         .into_par_iter()
         .map(|b| {
             let raw =
-                [Color::Red, Color::Black].map(|side| block_bytes_of(encoded, &decoder, side, b));
+                [Color::Red, Color::Black].map(|side| block_bytes_of(encoded, decoder, side, b));
             let [red_raw, black_raw] = raw;
             let raw = [red_raw?, black_raw?];
             let n = h.values_in_block(b);
             let first = h.block_start(b);
             let mut part = empty();
-            for (side, (crc, _)) in part.iter_mut().enumerate() {
-                crc.update(&raw[side]);
+            for (side, p) in part.iter_mut().enumerate() {
+                p.crc.update(&raw[side]);
             }
+            let mut words = [0u64; 2];
             for i in 0..n {
                 let slot = first + i as u64;
-                let legal = index.legal_sides(slot);
+                let is_legal = index.legal_sides(slot);
                 for side in 0..2 {
-                    if legal[side] {
+                    if is_legal[side] {
                         let code = h.layout.code_at(&raw[side], n, i);
-                        part[side].1.add(slot, Value::decode(code));
+                        part[side].counts.add(slot, Value::decode(code));
+                        part[side].codes.insert(code);
+                        words[side] |= 1 << (slot % 64);
+                    }
+                }
+                // A word of bits is written when it is full or the block ends (blocks may
+                // share a word when their length is no multiple of 64).
+                if let Some(legal) = legal
+                    && ((slot - h.slots.start) % 64 == 63 || i + 1 == n)
+                {
+                    let w = ((slot - h.slots.start) / 64) as usize;
+                    for side in 0..2 {
+                        legal[side][w].fetch_or(std::mem::take(&mut words[side]), Relaxed);
                     }
                 }
             }
@@ -224,100 +272,96 @@ pub fn check_table(encoded: &EncodedTable) -> Result<(), CodecError> {
         // rayon reduces neighbouring ranges in order, so the checksums combine in block order.
         .try_reduce(empty, |mut a, b| {
             for (x, y) in a.iter_mut().zip(b) {
-                x.0.combine(&y.0);
-                x.1 = x.1.merge(y.1);
+                x.crc.combine(&y.crc);
+                x.counts = x.counts.merge(y.counts);
+                x.codes.union(&y.codes);
             }
             Ok(a)
         })?;
-    for (side, (crc, _)) in [Color::Red, Color::Black].iter().zip([&red, &black]) {
-        if crc.clone().finalize() != h.values_crc[side.index()] {
+    for (side, s) in [Color::Red, Color::Black].iter().zip([&red, &black]) {
+        if s.crc.clone().finalize() != h.values_crc[side.index()] {
             return Err(CodecError::ValuesChecksum {
                 signature: h.signature,
                 side: *side,
             });
         }
     }
-    if TableCounts([red.1, black.1]) != h.counts {
+    if TableCounts([red.counts, black.counts]) != h.counts {
         return Err(CodecError::Inconsistent(
             h.signature,
             "decoded values do not give the header's counts".into(),
         ));
     }
-    Ok(())
+    Ok([red, black])
 }
 
-/// Decodes a whole table: checks every block, the values' checksums and the index scheme,
-/// decompresses, and restores the [`Value::ILLEGAL_CODE`] code of every illegal slot by recomputing slot
-/// legality from the index (in parallel), so the result can be verified like a freshly solved
-/// table.
+/// Decodes a whole table: checks every block, the values' checksums, the index scheme and the
+/// header's counts, decompresses, and restores the [`Value::ILLEGAL_CODE`] code of every
+/// illegal slot by recomputing slot legality from the index (in parallel), so the result can
+/// be verified like a freshly solved table.
+///
+/// A side whose codes fit a byte per slot is written a byte per slot at once ([`Codes`]): the
+/// blocks are read twice, once to check them and learn the codes and the legal slots, once to
+/// write them, so that no side is ever held at two bytes per slot first (the tables a job
+/// depends on are decoded so).
 pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
     encoded.validate()?;
     let h = &encoded.header;
     let index = h.index()?;
     let decoder = BlockDecoder::new(encoded.dictionary.as_deref());
-    let mut values: [Vec<u16>; 2] = [Vec::new(), Vec::new()];
-    for side in Color::ALL {
-        let s = side.index();
-        let raw: Vec<Vec<u8>> = encoded.blocks[s]
-            .par_iter()
-            .enumerate()
-            .map(|(b, c)| raw_block(h, &decoder, side, b as u32, c))
-            .collect::<Result<_, _>>()?;
-        let mut crc = crc32fast::Hasher::new();
-        for b in &raw {
-            crc.update(b);
+    let slots = h.slots.len();
+    let legal = [slot_bits(slots), slot_bits(slots)];
+    let scans = scan(encoded, &index, &decoder, Some(&legal))?;
+    let mut codes = Vec::with_capacity(2);
+    for (side, scan) in Color::ALL.into_iter().zip(scans) {
+        let legal = &legal[side.index()];
+        let mut set = scan.codes;
+        let legal_slots: u64 = legal
+            .iter()
+            .map(|w| w.load(Relaxed).count_ones() as u64)
+            .sum();
+        if legal_slots < slots {
+            set.insert(ILLEGAL);
         }
-        if crc.finalize() != h.values_crc[s] {
-            return Err(CodecError::ValuesChecksum {
-                signature: h.signature,
-                side,
-            });
-        }
-        let mut codes = vec![0u16; h.slots.len() as usize];
-        codes
-            .par_chunks_mut(h.block_values as usize)
-            .zip(raw.par_iter())
-            .for_each(|(out, bytes)| {
-                let n = out.len();
-                for (i, o) in out.iter_mut().enumerate() {
-                    *o = h.layout.code_at(bytes, n, i);
-                }
-            });
-        values[s] = codes;
-    }
-    restore_illegal_from(&index, h.slots.start, &mut values);
-    let table = Table::part(index, h.rules, h.slots, values);
-    if count_table(&table) != h.counts {
-        return Err(CodecError::Inconsistent(
-            h.signature,
-            "decoded values do not give the header's counts".into(),
-        ));
-    }
-    Ok(table)
-}
-
-/// Sets every slot whose placement cannot be set up, or whose side not to move is in check, to
-/// [`Value::ILLEGAL_CODE`]; leaves the others alone.
-pub fn restore_illegal(index: &TableIndex, values: &mut [Vec<u16>; 2]) {
-    restore_illegal_from(index, 0, values)
-}
-
-/// [`restore_illegal`] for the values of the slots from `first` on.
-fn restore_illegal_from(index: &TableIndex, first: u64, values: &mut [Vec<u16>; 2]) {
-    let [red, black] = values;
-    const CHUNK: usize = 1 << 12;
-    red.par_chunks_mut(CHUNK)
-        .zip(black.par_chunks_mut(CHUNK))
-        .enumerate()
-        .for_each(|(c, (r, b))| {
-            for i in 0..r.len() {
-                let [red_legal, black_legal] = index.legal_sides(first + (c * CHUNK + i) as u64);
-                if !red_legal {
-                    r[i] = ILLEGAL;
-                }
-                if !black_legal {
-                    b[i] = ILLEGAL;
-                }
+        let read = |b: u32, out: &mut dyn FnMut(usize, u16)| -> Result<(), CodecError> {
+            let raw = block_bytes_of(encoded, &decoder, side, b)?;
+            let n = h.values_in_block(b);
+            let first = (h.block_start(b) - h.slots.start) as usize;
+            for i in 0..n {
+                let code = if has_bit(legal, first + i) {
+                    h.layout.code_at(&raw, n, i)
+                } else {
+                    ILLEGAL
+                };
+                out(i, code);
             }
+            Ok(())
+        };
+        codes.push(match Narrowing::of(&set) {
+            Some(narrowing) => {
+                let bytes = fill(h, slots, |b, out: &mut [u8]| {
+                    read(b, &mut |i, code| out[i] = narrowing.byte(code))
+                })?;
+                narrowing.codes(bytes)
+            }
+            None => Codes::from(fill(h, slots, |b, out: &mut [u16]| {
+                read(b, &mut |i, code| out[i] = code)
+            })?),
         });
+    }
+    let [red, black]: [Codes; 2] = codes.try_into().expect("two sides");
+    Ok(Table::part(index, h.rules, h.slots, [red, black]))
+}
+
+/// The `slots` values of a side, written block by block in parallel by `write(block, out)`.
+fn fill<T: Copy + Default + Send>(
+    h: &TableHeader,
+    slots: u64,
+    write: impl Fn(u32, &mut [T]) -> Result<(), CodecError> + Sync,
+) -> Result<Vec<T>, CodecError> {
+    let mut out = vec![T::default(); slots as usize];
+    out.par_chunks_mut(h.block_values as usize)
+        .enumerate()
+        .try_for_each(|(b, chunk)| write(b as u32, chunk))?;
+    Ok(out)
 }
