@@ -69,11 +69,17 @@ pub fn solve_range(
     // Plain retrograde analysis first: under every rule set, what it resolves ends in mate (a
     // capture into a rule-decided position of another table counts as a draw here).
     let states = retrograde(&job, deps, progress)?;
-    // The one place the solver depends on the rule set: what is left unresolved.
-    let values = match id.rules {
-        RuleSet::CyclesAreDraws => states.into_values(),
-        RuleSet::Asian => {
-            crate::asian::decide(job, states.into_codes(), deps, progress)?.map(Codes::from)
+    // The one place the solver depends on the rule set: what is left unresolved. It is a draw
+    // under cycles-are-draws, and under the Asian rules where they can decide nothing here; the
+    // level states then become the finished table directly, a byte per entry.
+    let work = match id.rules {
+        RuleSet::CyclesAreDraws => None,
+        RuleSet::Asian => Some(crate::asian::RuleWork::of(&job, deps)).filter(|w| !w.is_none()),
+    };
+    let values = match work {
+        None => states.into_values(),
+        Some(work) => {
+            crate::asian::decide(job, work, states.into_codes(), deps, progress)?.map(Codes::from)
         }
     };
     Ok(Table::part(index, id.rules, slots, values))

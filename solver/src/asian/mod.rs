@@ -102,14 +102,39 @@ fn capture_exits(phase: &Phase) -> Result<BTreeMap<u16, Vec<Pos>>, SolveError> {
     Ok(pending)
 }
 
+/// What the rule phase has to look at in a job: whether a side may be forced to offend (traps),
+/// and whether a move leaving the job may lead into a rule-decided position (exits).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RuleWork {
+    traps: bool,
+    exits: bool,
+}
+
+impl RuleWork {
+    /// The rule phase's work in `job`, whose captures and exits `deps` values.
+    pub(crate) fn of(job: &Job, deps: &dyn Probe) -> RuleWork {
+        RuleWork {
+            traps: job.index.signature().material().may_force_offence(),
+            exits: dependencies_may_have_rule_values(job, deps),
+        }
+    }
+
+    /// Whether there is none: no side can be forced to offend and no move leaving the job
+    /// leads to a rule-decided position, so nothing in the job depends on the rules and what
+    /// plain retrograde analysis leaves unresolved is a draw, as under cycles-are-draws.
+    pub(crate) fn is_none(self) -> bool {
+        !self.traps && !self.exits
+    }
+}
+
 /// Whether any table `deps` holds in memory for this table's captures has a rule value (or the
 /// dependencies are not in memory, so it cannot be told), or the job has exits (pawn advances
 /// into slices outside it: a `Probe` does not hand out parts to look into, so they may).
-fn dependencies_may_have_rule_values(solver: &Solver, deps: &dyn Probe) -> bool {
-    let id = xqtb_core::TableId::new(solver.rules, solver.index.signature());
-    let job = solver.slots;
-    let inside = |r: xqtb_core::SlotRange| job.start <= r.start && r.end <= job.end;
-    let slices = solver.index.slices();
+fn dependencies_may_have_rule_values(job: &Job, deps: &dyn Probe) -> bool {
+    let id = xqtb_core::TableId::new(job.rules, job.index.signature());
+    let slots = job.slots;
+    let inside = |r: xqtb_core::SlotRange| slots.start <= r.start && r.end <= slots.end;
+    let slices = job.index.slices();
     let exits = slices
         .iter()
         .filter(|s| inside(s.slots))
@@ -126,15 +151,17 @@ fn dependencies_may_have_rule_values(solver: &Solver, deps: &dyn Probe) -> bool 
 }
 
 /// Decides, under the Asian rules, the positions plain retrograde analysis left unresolved in
-/// `job` (its `codes`, [`crate::retrograde::retrograde`]); returns the final codes.
+/// `job` (its `codes`, [`crate::retrograde::retrograde`]), where there is `work`
+/// ([`RuleWork::of`]); returns the final codes.
 pub(crate) fn decide(
     job: Job,
+    work: RuleWork,
     codes: [Vec<u16>; 2],
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<[Vec<u16>; 2], SolveError> {
     let solver = Solver::new(job, codes);
-    decide_on(&solver, deps, progress)?;
+    decide_on(&solver, work, deps, progress)?;
     Ok(solver.finish())
 }
 
@@ -142,18 +169,12 @@ pub(crate) fn decide(
 /// forced positions, traps and levels until one finds no trap.
 fn decide_on(
     solver: &Solver,
+    RuleWork { traps, exits }: RuleWork,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), SolveError> {
     let started = std::time::Instant::now();
     let index = solver.index;
-    let traps = index.signature().material().may_force_offence();
-    let exits = dependencies_may_have_rule_values(solver, deps);
-    if !traps && !exits {
-        // No side can be forced to offend and no capture leads to a rule-decided position:
-        // nothing here depends on the rules.
-        return Ok(());
-    }
     let marks = || Marks::new(solver);
     let phase = Phase {
         solver,

@@ -433,3 +433,45 @@ fn reaches_offender(phase: &Phase, pos: &mut SlotPosition) -> bool {
 pub(super) fn entry(phase: &Phase, (side, slot): Pos) -> u64 {
     entry_of(phase.solver.len(), (side, slot))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ByRole, Gained, GainedCount};
+
+    fn lists(winners: u64, offenders: u64) -> ByRole {
+        [(0..winners).collect(), (100..100 + offenders).collect()]
+    }
+
+    fn listed(g: Gained) -> Option<ByRole> {
+        match g {
+            Gained::Listed(l) => Some(l),
+            Gained::Unlisted => None,
+        }
+    }
+
+    #[test]
+    fn gained_roles_are_listed_up_to_the_limit_and_not_beyond() {
+        // Within the limit: every piece's lists, joined in order.
+        let count = GainedCount::new(Some(5));
+        let parts = vec![
+            count.keep(lists(2, 1)),
+            count.keep(lists(0, 0)),
+            count.keep(lists(1, 1)),
+        ];
+        assert_eq!(
+            listed(Gained::join(parts, &count)),
+            Some([vec![0, 1, 0], vec![100, 100]])
+        );
+        // One more than the limit: nothing kept from then on, and nothing listed.
+        let count = GainedCount::new(Some(5));
+        let first = count.keep(lists(3, 0));
+        assert_eq!(first, lists(3, 0));
+        assert_eq!(count.keep(lists(2, 1)), ByRole::default());
+        assert_eq!(count.keep(lists(1, 0)), ByRole::default());
+        assert!(listed(Gained::join(vec![first], &count)).is_none());
+        // Without a limit (a fresh start whatever changed) none are kept.
+        let count = GainedCount::new(None);
+        assert_eq!(count.keep(lists(1, 1)), ByRole::default());
+        assert!(listed(Gained::join(vec![], &count)).is_none());
+    }
+}
