@@ -119,8 +119,8 @@ fn rates(rules: RuleSet) -> Rates {
                 both: 0.070,
             },
             cpu_ns_per_entry_piece: BySides {
-                one: 147.0,
-                both: 136.0,
+                one: 97.0,
+                both: 104.0,
             },
         },
         RuleSet::Asian => Rates {
@@ -131,8 +131,8 @@ fn rates(rules: RuleSet) -> Rates {
                 both: 0.144,
             },
             cpu_ns_per_entry_piece: BySides {
-                one: 149.0,
-                both: 336.0,
+                one: 97.0,
+                both: 181.0,
             },
         },
     }
@@ -219,47 +219,43 @@ mod tests {
         JobCost::of(&JobKey::whole(TableId::new(rules, sig)))
     }
 
-    /// Measurements of BENCHMARKS.md's "Cost model" (`xqtb solve` of one table, its
-    /// dependencies stored, 2 threads): the lowest and highest peak RSS of the runs in bytes, and
-    /// the median CPU seconds on the otherwise idle machine.
-    const MEASURED: [(&str, RuleSet, u64, u64, f64); 8] = [
-        (
-            "KRNvKR",
-            RuleSet::CyclesAreDraws,
-            139_440_000,
-            139_920_000,
-            44.68,
-        ),
+    /// Peaks of BENCHMARKS.md's "Cost model" from 2026-12-01 (`xqtb solve` of one table, its
+    /// dependencies stored, 2 threads), the lowest and highest peak RSS of the runs in bytes,
+    /// when every state and table was held at two bytes per entry: what a table with more than
+    /// 256 codes to a side still takes, and what the memory rates are fitted to.
+    const TWO_BYTE_PEAKS: [(&str, RuleSet, u64, u64); 8] = [
+        ("KRNvKR", RuleSet::CyclesAreDraws, 139_440_000, 139_920_000),
         (
             "KRNvKAABB",
             RuleSet::CyclesAreDraws,
             444_210_000,
             444_620_000,
-            122.60,
         ),
-        (
-            "KRNvKRA",
-            RuleSet::CyclesAreDraws,
-            703_860_000,
-            710_060_000,
-            214.46,
-        ),
-        ("KRPvKR", RuleSet::Asian, 105_880_000, 106_260_000, 60.77),
-        ("KRNvKR", RuleSet::Asian, 177_720_000, 178_600_000, 88.38),
-        ("KRNvKABB", RuleSet::Asian, 215_860_000, 218_750_000, 61.89),
-        (
-            "KRNvKAABB",
-            RuleSet::Asian,
-            443_760_000,
-            455_590_000,
-            120.74,
-        ),
-        ("KRNvKRA", RuleSet::Asian, 848_170_000, 875_460_000, 561.17),
+        ("KRNvKRA", RuleSet::CyclesAreDraws, 703_860_000, 710_060_000),
+        ("KRPvKR", RuleSet::Asian, 105_880_000, 106_260_000),
+        ("KRNvKR", RuleSet::Asian, 177_720_000, 178_600_000),
+        ("KRNvKABB", RuleSet::Asian, 215_860_000, 218_750_000),
+        ("KRNvKAABB", RuleSet::Asian, 443_760_000, 455_590_000),
+        ("KRNvKRA", RuleSet::Asian, 848_170_000, 875_460_000),
+    ];
+
+    /// Measurements of BENCHMARKS.md's "Cost model" from 2026-12-06, the same way, two runs
+    /// each: the highest peak RSS in bytes and the median CPU seconds on the otherwise idle
+    /// machine.
+    const MEASURED: [(&str, RuleSet, u64, f64); 8] = [
+        ("KRNvKR", RuleSet::CyclesAreDraws, 78_393_344, 33.14),
+        ("KRNvKAABB", RuleSet::CyclesAreDraws, 240_922_624, 80.83),
+        ("KRNvKRA", RuleSet::CyclesAreDraws, 373_866_496, 157.33),
+        ("KRPvKR", RuleSet::Asian, 90_923_008, 36.32),
+        ("KRNvKR", RuleSet::Asian, 156_508_160, 48.41),
+        ("KRNvKABB", RuleSet::Asian, 177_401_856, 39.69),
+        ("KRNvKAABB", RuleSet::Asian, 346_107_904, 79.79),
+        ("KRNvKRA", RuleSet::Asian, 764_022_784, 257.92),
     ];
 
     #[test]
-    fn memory_estimates_cover_the_measured_peaks_by_at_most_a_fifth() {
-        for (sig, rules, low, high, _) in MEASURED {
+    fn memory_estimates_cover_the_two_byte_peaks_by_at_most_a_fifth() {
+        for (sig, rules, low, high) in TWO_BYTE_PEAKS {
             let need = cost(sig, rules).in_memory_bytes();
             // At or above every run (a worker below the estimate is never sent the job, so an
             // estimate under a real peak is an out-of-memory kill), and not wastefully above.
@@ -272,8 +268,16 @@ mod tests {
     }
 
     #[test]
+    fn memory_estimates_cover_todays_peaks() {
+        for (sig, rules, high, _) in MEASURED {
+            let need = cost(sig, rules).in_memory_bytes();
+            assert!(need >= high, "{sig} {rules}: {need} < measured {high}");
+        }
+    }
+
+    #[test]
     fn cpu_estimates_of_the_large_tables_are_within_fifteen_percent() {
-        for (sig, rules, _, _, cpu) in MEASURED {
+        for (sig, rules, _, cpu) in MEASURED {
             let est = cost(sig, rules).cpu_seconds;
             assert!(
                 (est / cpu - 1.0).abs() <= 0.15,
@@ -287,14 +291,14 @@ mod tests {
         // Stored bytes measured (identical in every run), tables of 10 M entries or more; the
         // asian tables with attackers on both sides as stored with indexed blocks.
         let measured: [(&str, u64, u64); 8] = [
-            ("KRvKPP", 756_134, 799_166),
+            ("KRvKPP", 759_753, 799_166),
             ("KRAvKRA", 556_882, 607_515),
             ("KRNvKAB", 1_517_281, 1_517_281),
-            ("KRPvKR", 1_614_565, 3_188_706),
+            ("KRPvKR", 1_660_436, 3_188_737),
             ("KRNvKABB", 5_706_205, 5_706_205),
-            ("KRNvKR", 4_453_216, 7_719_542),
+            ("KRNvKR", 4_453_216, 7_719_556),
             ("KRNvKAABB", 12_323_895, 12_323_895),
-            ("KRNvKRA", 19_276_561, 42_956_447),
+            ("KRNvKRA", 19_276_561, 42_938_172),
         ];
         for (i, rules) in [RuleSet::CyclesAreDraws, RuleSet::Asian]
             .into_iter()
@@ -389,7 +393,8 @@ mod tests {
             }
             let (cad, asian) = (of(RuleSet::CyclesAreDraws, s), of(RuleSet::Asian, s));
             assert!(cad.solve_bytes < asian.solve_bytes, "{s}");
-            assert!(cad.cpu_seconds < asian.cpu_seconds, "{s}");
+            // The same where the weaker side has no attacker: the rules find no trap there.
+            assert!(cad.cpu_seconds <= asian.cpu_seconds, "{s}");
             assert!(cad.stored_bytes <= asian.stored_bytes, "{s}");
         }
     }
