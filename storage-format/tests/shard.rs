@@ -433,6 +433,42 @@ fn encoded_parts(t: &xqtb_core::Table) -> Vec<EncodedTable> {
         .collect()
 }
 
+/// A part decodes to its own codes, illegal slots included, whatever block size it was encoded
+/// with: its first slot, a block boundary, need not be a multiple of 64 (the decoder keeps a bit
+/// per slot counted from the part's first slot).
+#[test]
+fn a_part_starting_at_any_slot_decodes_to_its_codes() {
+    use storage_format::codec::{CodecParams, decode_table, encode_table_with};
+    let whole = krvkp();
+    let index = whole.index();
+    let size = index.size();
+    for (start, end, block_values) in [(1000, 70_000, 1000), (16_384, size, 16_384), (7, 72, 7)] {
+        let span = xqtb_core::SlotRange { start, end };
+        let codes = Color::ALL.map(|side| {
+            whole
+                .codes(side)
+                .slice(start as usize..end as usize)
+                .into_owned()
+        });
+        let part = xqtb_core::Table::part(index.clone(), RULES, span, codes);
+        let params = CodecParams {
+            block_values,
+            ..CodecParams::default()
+        };
+        let back = decode_table(&encode_table_with(&part, &params)).unwrap();
+        for side in Color::ALL {
+            assert!(back.codes(side) == part.codes(side), "{span} {side:?}");
+            assert!(back.codes(side).is_narrow(), "{span} {side:?}");
+        }
+        assert!(
+            part.codes(Color::Red)
+                .iter()
+                .any(|c| c == xqtb_core::Value::ILLEGAL_CODE),
+            "{span} holds illegal slots"
+        );
+    }
+}
+
 /// The parts of a sliced table, encoded one by one, assemble into exactly the bytes of the
 /// whole table encoded at once, also when the parts' value layouts differ (one part's codes do
 /// not fit a byte, and another's blocks hold too many codes to be indexed); parts that do not

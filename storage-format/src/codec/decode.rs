@@ -247,23 +247,25 @@ fn scan(
             let mut words = [0u64; 2];
             for i in 0..n {
                 let slot = first + i as u64;
+                // The bits count from the part's first slot, which may be any slot.
+                let bit = slot - h.slots.start;
                 let is_legal = index.legal_sides(slot);
                 for side in 0..2 {
                     if is_legal[side] {
                         let code = h.layout.code_at(&raw[side], n, i);
                         part[side].counts.add(slot, Value::decode(code));
                         part[side].codes.insert(code);
-                        words[side] |= 1 << (slot % 64);
+                        words[side] |= 1 << (bit % 64);
                     }
                 }
                 // A word of bits is written when it is full or the block ends (blocks may
                 // share a word when their length is no multiple of 64).
                 if let Some(legal) = legal
-                    && ((slot - h.slots.start) % 64 == 63 || i + 1 == n)
+                    && (bit % 64 == 63 || i + 1 == n)
                 {
-                    let w = ((slot - h.slots.start) / 64) as usize;
                     for side in 0..2 {
-                        legal[side][w].fetch_or(std::mem::take(&mut words[side]), Relaxed);
+                        legal[side][(bit / 64) as usize]
+                            .fetch_or(std::mem::take(&mut words[side]), Relaxed);
                     }
                 }
             }
