@@ -221,8 +221,8 @@ mod tests {
 
     /// Peaks of BENCHMARKS.md's "Cost model" from 2026-12-01 (`xqtb solve` of one table, its
     /// dependencies stored, 2 threads), the lowest and highest peak RSS of the runs in bytes,
-    /// when every state and table was held at two bytes per entry: what a table with more than
-    /// 256 codes to a side still takes, and what the memory rates are fitted to.
+    /// when every state and table was held at two bytes per entry, as a table with more than
+    /// 256 codes to a side still is: what the memory rates are fitted to.
     const TWO_BYTE_PEAKS: [(&str, RuleSet, u64, u64); 8] = [
         ("KRNvKR", RuleSet::CyclesAreDraws, 139_440_000, 139_920_000),
         (
@@ -393,7 +393,8 @@ mod tests {
             }
             let (cad, asian) = (of(RuleSet::CyclesAreDraws, s), of(RuleSet::Asian, s));
             assert!(cad.solve_bytes < asian.solve_bytes, "{s}");
-            // The same where the weaker side has no attacker: the rules find no trap there.
+            // Equal where the weaker side has no attacker: there the rules decide nothing, and
+            // both rule sets were measured to cost the same.
             assert!(cad.cpu_seconds <= asian.cpu_seconds, "{s}");
             assert!(cad.stored_bytes <= asian.stored_bytes, "{s}");
         }

@@ -313,9 +313,8 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
     let decoder = BlockDecoder::new(encoded.dictionary.as_deref());
     let slots = h.slots.len();
     let legal = [slot_bits(slots), slot_bits(slots)];
-    let scans = scan(encoded, &index, &decoder, Some(&legal))?;
-    let mut codes = Vec::with_capacity(2);
-    for (side, scan) in Color::ALL.into_iter().zip(scans) {
+    let [red, black] = scan(encoded, &index, &decoder, Some(&legal))?;
+    let side_codes = |side: Color, scan: SideScan| -> Result<Codes, CodecError> {
         let legal = &legal[side.index()];
         let mut set = scan.codes;
         let legal_slots: u64 = legal
@@ -325,45 +324,48 @@ pub fn decode_table(encoded: &EncodedTable) -> Result<Table, CodecError> {
         if legal_slots < slots {
             set.insert(ILLEGAL);
         }
-        let read = |b: u32, out: &mut dyn FnMut(usize, u16)| -> Result<(), CodecError> {
-            let raw = block_bytes_of(encoded, &decoder, side, b)?;
+        Ok(match Narrowing::of(&set) {
+            Some(narrowing) => {
+                let bytes = fill_side(encoded, &decoder, side, legal, |c| narrowing.byte(c))?;
+                narrowing.codes(bytes)
+            }
+            None => Codes::from(fill_side(encoded, &decoder, side, legal, |c| c)?),
+        })
+    };
+    let codes = [
+        side_codes(Color::Red, red)?,
+        side_codes(Color::Black, black)?,
+    ];
+    Ok(Table::part(index, h.rules, h.slots, codes))
+}
+
+/// The values of `side`, block by block in parallel, each slot's code (the illegal code where
+/// `legal` has no bit) written as `map` gives it.
+fn fill_side<T: Copy + Default + Send>(
+    encoded: &EncodedTable,
+    decoder: &BlockDecoder,
+    side: Color,
+    legal: &SlotBits,
+    map: impl Fn(u16) -> T + Sync,
+) -> Result<Vec<T>, CodecError> {
+    let h = &encoded.header;
+    let mut out = vec![T::default(); h.slots.len() as usize];
+    out.par_chunks_mut(h.block_values as usize)
+        .enumerate()
+        .try_for_each(|(b, chunk)| {
+            let b = b as u32;
+            let raw = block_bytes_of(encoded, decoder, side, b)?;
             let n = h.values_in_block(b);
             let first = (h.block_start(b) - h.slots.start) as usize;
-            for i in 0..n {
+            for (i, o) in chunk.iter_mut().enumerate() {
                 let code = if has_bit(legal, first + i) {
                     h.layout.code_at(&raw, n, i)
                 } else {
                     ILLEGAL
                 };
-                out(i, code);
+                *o = map(code);
             }
             Ok(())
-        };
-        codes.push(match Narrowing::of(&set) {
-            Some(narrowing) => {
-                let bytes = fill(h, slots, |b, out: &mut [u8]| {
-                    read(b, &mut |i, code| out[i] = narrowing.byte(code))
-                })?;
-                narrowing.codes(bytes)
-            }
-            None => Codes::from(fill(h, slots, |b, out: &mut [u16]| {
-                read(b, &mut |i, code| out[i] = code)
-            })?),
-        });
-    }
-    let [red, black]: [Codes; 2] = codes.try_into().expect("two sides");
-    Ok(Table::part(index, h.rules, h.slots, [red, black]))
-}
-
-/// The `slots` values of a side, written block by block in parallel by `write(block, out)`.
-fn fill<T: Copy + Default + Send>(
-    h: &TableHeader,
-    slots: u64,
-    write: impl Fn(u32, &mut [T]) -> Result<(), CodecError> + Sync,
-) -> Result<Vec<T>, CodecError> {
-    let mut out = vec![T::default(); slots as usize];
-    out.par_chunks_mut(h.block_values as usize)
-        .enumerate()
-        .try_for_each(|(b, chunk)| write(b as u32, chunk))?;
+        })?;
     Ok(out)
 }
