@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Proc, TempDir, free_port, xqtb as run};
+use common::{Proc, TempDir, free_port, start_server, xqtb as run};
 use http_body_util::{BodyExt, Empty};
 use hyper::header::HeaderMap;
 use hyper_util::client::legacy::Client;
@@ -117,13 +117,14 @@ async fn wait_ready(c: &HttpClient, proc: &mut Proc, base: &str) {
 }
 
 fn serve(dir: &TempDir, source: &[&str], extra: &[&str]) -> (Proc, String) {
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut args = vec!["serve", "--http-listen", &listen];
-    args.extend_from_slice(source);
-    args.extend_from_slice(extra);
-    let name = format!("serve-{port}");
-    (Proc::start(dir, &name, &args), format!("http://{listen}"))
+    let args = |listen: &str| {
+        let mut args = vec!["serve", "--http-listen", listen];
+        args.extend_from_slice(source);
+        args.extend_from_slice(extra);
+        args.into_iter().map(String::from).collect()
+    };
+    let (proc, listen) = start_server(dir, "serve", args, "HTTP API and web page listening");
+    (proc, format!("http://{listen}"))
 }
 
 /// `xqtb probe --batch` over `fens`: the expected answers, by FEN.

@@ -122,6 +122,51 @@ impl Drop for Proc {
     }
 }
 
+/// Starts `xqtb` as a server on a free port of 127.0.0.1 (`args` makes its arguments from the
+/// address to listen on) and waits until its log shows `ready`, the server's own word that it
+/// bound that address; returns it and the address. A free port is free only until someone
+/// binds it, and tests run in parallel: waiting for anything to answer on the port could
+/// reach another test's server. When the port was taken meanwhile the server exits, and it
+/// is started again on another.
+pub fn start_server(
+    dir: &TempDir,
+    name: &str,
+    args: impl Fn(&str) -> Vec<String>,
+    ready: &str,
+) -> (Proc, String) {
+    for _ in 0..5 {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let argv = args(&addr);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let mut p = Proc::start(
+            dir,
+            &format!("{name}-{}", addr.replace([':', '.'], "-")),
+            &argv,
+        );
+        let start = Instant::now();
+        loop {
+            if p.log().contains(ready) {
+                return (p, addr);
+            }
+            if let Ok(Some(status)) = p.child.try_wait() {
+                let log = p.log();
+                assert!(
+                    log.contains("in use"),
+                    "{name} exited ({status}) before it was ready: {log}"
+                );
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{name} was not ready after 30 s: {}",
+                p.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    panic!("{name}: five free ports in a row were taken before the server bound them")
+}
+
 /// A port that was free a moment ago.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
