@@ -101,6 +101,11 @@ pub struct WorkerArgs {
     /// does not fit in --memory).
     #[arg(long, value_name = "SIZE")]
     dependency_cache: Option<bytesize::ByteSize>,
+    /// For a job whose states do not fit in --memory (a whole table under cycles-are-draws):
+    /// the memory of the one group of its states held at a time, the others on local disk
+    /// beside --cache.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB")]
+    group_memory: bytesize::ByteSize,
     /// Cache directory for dependency tables.
     #[arg(long, default_value = "./xqtb-worker-cache")]
     cache: PathBuf,
@@ -329,6 +334,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         ca: args.ca,
         exit_when_done: args.exit_when_done,
         dependency_cache: args.dependency_cache.map(|b| b.as_u64()),
+        group_bytes: args.group_memory.as_u64(),
         faults: args.faults.faults(),
         measure_job_memory: true,
     };
@@ -420,6 +426,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
                 ca: None,
                 exit_when_done: true,
                 dependency_cache: None,
+                group_bytes: xqtb_core::GROUP_BYTES,
                 faults: Faults::default(),
                 // The coordinator and the other workers share this process.
                 measure_job_memory: false,

@@ -69,12 +69,15 @@ With --json the plan is one JSON object (here `xqtb plan KRvKN --json`, shortene
 Jobs come in dependency order (every job after the jobs it depends on). slots: index slots per
 side to move; entries: slots times both sides; dependencies: the tables its captures lead into,
 whose entries (dependency_entries) a worker loads to solve it; solve_bytes: the peak memory of a
-worker solving, verifying and encoding it (dependency tables counted at most at the block
-cache a worker reads them through when they do not fit); stored_bytes: its compressed size in the
+worker solving, verifying and encoding it with its states in memory (dependency tables counted
+at most at the block cache a worker reads them through when they do not fit);
+states_on_disk_bytes (whole tables under cycles-are-draws only): the peak with its states on
+local disk instead, which a worker short of memory for solve_bytes does (the \"solve memory\"
+column shows the smaller); stored_bytes: its compressed size in the
 store (estimated); disk_bytes: the local disk a worker needs for it (the compressed tables it
 depends on and its result); cpu_seconds: CPU time to solve, verify and encode it (estimated; divide by the
 threads for the time). The totals are the sums over the jobs, except max_solve_bytes: the
-largest solve_bytes, the memory the biggest worker needs, max_solve_job, the job that needs it
+largest of the jobs' least memory (the smaller of the two above), the memory the biggest worker needs, max_solve_job, the job that needs it
 (null when the plan is empty), and max_disk_bytes, the most disk one job needs. A table with pawns of at least --slice-from-entries entries is
 one job per pawn slice: such a job also has first_slot and end_slot (its slots) and
 slice_dependencies, the [first_slot, end_slot] of each slice of its own table that its pawn
@@ -200,8 +203,8 @@ pub fn totals(rows: &[(JobKey, JobCost)]) -> Result<Totals> {
         add(&mut t.stored_bytes, c.stored_bytes, "stored bytes")?;
         t.cpu_seconds += c.cpu_seconds;
         t.max_disk_bytes = t.max_disk_bytes.max(c.disk_bytes);
-        if t.max_solve_job.is_none() || c.solve_bytes > t.max_solve_bytes {
-            t.max_solve_bytes = c.solve_bytes;
+        if t.max_solve_job.is_none() || c.least_bytes() > t.max_solve_bytes {
+            t.max_solve_bytes = c.least_bytes();
             t.max_solve_job = Some(*key);
         }
     }
@@ -279,6 +282,9 @@ fn job_json(key: &JobKey, c: &JobCost) -> Json {
         "disk_bytes": c.disk_bytes,
         "cpu_seconds": c.cpu_seconds,
     });
+    if let Some(bytes) = c.states_on_disk_bytes {
+        job["states_on_disk_bytes"] = json!(bytes);
+    }
     if !key.is_whole_table() {
         // A pawn slice: its slots, and the slices of its table its pawn advances read.
         job["first_slot"] = json!(key.slots.start);
@@ -347,7 +353,7 @@ pub fn print_plan(rules: RuleSet, rows: &[(JobKey, JobCost)], t: &Totals) {
                 c.slots.to_string(),
                 c.entries.to_string(),
                 c.dependency_entries.to_string(),
-                human_bytes(c.solve_bytes),
+                human_bytes(c.least_bytes()),
                 human_bytes(c.stored_bytes),
                 human_bytes(c.disk_bytes),
                 human_seconds(c.cpu_seconds),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use storage_format::{SledStore, TableStore, encode_table, load_into_memory};
 use xiangqi::Color;
-use xqtb_core::{MemoryTables, Plies, RuleSet, Signature, Table, TableCounts, TableId};
+use xqtb_core::{MemoryTables, Plies, RuleSet, Signature, TableCounts, TableId};
 
 /// Arguments of `xqtb solve`.
 #[derive(Args)]
@@ -34,6 +34,19 @@ pub struct SolveArgs {
     /// then no longer grows with the dependencies, for more CPU time. The tables are the same.
     #[arg(long, value_name = "SIZE")]
     dependency_cache: Option<bytesize::ByteSize>,
+    /// Keep the retrograde levels' states on local disk under this directory, in groups of
+    /// slots of which one is in memory at a time: memory then holds a quarter byte per entry
+    /// plus one group, for disk traffic. The tables are the same.
+    #[arg(long, value_name = "DIR")]
+    states_on_disk: Option<PathBuf>,
+    /// With --states-on-disk: the memory of one group's states (two bytes per slot).
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "64MiB",
+        requires = "states_on_disk"
+    )]
+    group_memory: bytesize::ByteSize,
 }
 
 pub fn run(args: SolveArgs) -> Result<()> {
@@ -121,19 +134,43 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 bar.set_message("verifying");
             }
         };
-        let (table, counts) = pool
-            .install(|| solver::solve_and_verify(id, deps, &on_progress))
-            .map_err(|e| anyhow!(e))?;
+        let (encoded, counts, table) = match &args.states_on_disk {
+            None => {
+                let (table, counts) = pool
+                    .install(|| solver::solve_and_verify(id, deps, &on_progress))
+                    .map_err(|e| anyhow!(e))?;
+                let encoded = pool.install(|| encode_table(&table));
+                (encoded, counts, Some(table))
+            }
+            Some(dir) => {
+                let scratch = worker::DirScratch::create(dir).with_context(|| {
+                    format!(
+                        "cannot create a directory for states under {}",
+                        dir.display()
+                    )
+                })?;
+                let states = solver::StateStore::Groups {
+                    group_slots: (args.group_memory.as_u64() / 2).max(1),
+                    scratch: &scratch,
+                };
+                let slots = xqtb_core::SlotRange::whole(&sig);
+                let (encoded, counts) = pool
+                    .install(|| worker::solve_in_groups(id, slots, states, deps, &on_progress))?;
+                (encoded, counts, None)
+            }
+        };
         bar.finish_and_clear();
-        report(&table, &counts, start.elapsed().as_secs_f64());
-        let start = Instant::now();
-        let encoded = pool.install(|| encode_table(&table));
-        let encode_secs = start.elapsed().as_secs_f64();
-        let keep = (cached.is_none() && needed_later(&id)).then(|| Arc::new(table));
+        report(id, &counts, start.elapsed().as_secs_f64());
+        let keep = cached.is_none() && needed_later(&id);
+        let keep = match (keep, table) {
+            (false, _) => None,
+            (true, Some(table)) => Some(Arc::new(table)),
+            (true, None) => Some(Arc::new(storage_format::decode_table(&encoded)?)),
+        };
         store.put_table(&encoded)?;
         let legal = counts.legal();
         println!(
-            "  stored in {}: {} bytes in {} blocks ({:.3} bits per legal position), encoded in {encode_secs:.2} s",
+            "  stored in {}: {} bytes in {} blocks ({:.3} bits per legal position)",
             args.data.display(),
             encoded.stored_bytes(),
             encoded.blocks.iter().map(Vec::len).sum::<usize>(),
@@ -170,21 +207,16 @@ fn progress_bar(sig: &Signature) -> ProgressBar {
     bar
 }
 
-fn report(table: &Table, counts: &TableCounts, secs: f64) {
-    let size = table.index().size();
+fn report(id: TableId, counts: &TableCounts, secs: f64) {
+    let index = xqtb_core::TableIndex::new(id.signature);
     println!(
-        "{}: index size {size} per side, verified",
-        table.signature()
+        "{}: index size {} per side, verified",
+        id.signature,
+        index.size()
     );
     for side in Color::ALL {
         let c = &counts[side];
-        let fen_of = |slot: u64| {
-            table
-                .index()
-                .board(slot, side)
-                .map(|b| b.fen())
-                .unwrap_or_default()
-        };
+        let fen_of = |slot: u64| index.board(slot, side).map(|b| b.fen()).unwrap_or_default();
         let longest = match c.longest_win {
             Some((d, slot)) => format!("longest win {}: {}", Plies(d as u64), fen_of(slot)),
             None => "no wins".into(),
@@ -193,7 +225,7 @@ fn report(table: &Table, counts: &TableCounts, secs: f64) {
             "  {side} to move: {} legal, {} wins, {} draws, {} losses; {longest}",
             c.legal, c.wins, c.draws, c.losses
         );
-        if table.rules() != xqtb_core::RuleSet::CyclesAreDraws {
+        if id.rules != xqtb_core::RuleSet::CyclesAreDraws {
             let longest = match c.longest_rule_win {
                 Some((d, slot)) => {
                     format!(

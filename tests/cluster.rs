@@ -1122,6 +1122,17 @@ fn download_without_rules_uses_the_coordinators_rule_set() {
     assert_eq!(again.matches("kept").count(), closure.len(), "{again}");
 }
 
+/// A log without its colours' escape sequences.
+fn plain(log: &str) -> String {
+    log.split('\x1b')
+        .map(|part| {
+            part.split_once('m')
+                .filter(|_| part.starts_with('['))
+                .map_or(part, |p| p.1)
+        })
+        .collect()
+}
+
 /// A worker that reads the tables its jobs depend on through a small block cache, instead of
 /// decoding them whole, produces the same tables byte for byte: whole tables with captures into
 /// others, and pawn slices that also read the slices their advances lead into.
@@ -1151,16 +1162,7 @@ fn a_worker_reading_dependencies_through_a_cache_equals_a_local_solve() {
         all_finished,
     ));
     assert!(w.wait_exit(Duration::from_secs(30)), "{}", w.log());
-    // The log's fields are coloured: drop the escape sequences.
-    let log = w.log();
-    let log: String = log
-        .split('\x1b')
-        .map(|part| {
-            part.split_once('m')
-                .filter(|_| part.starts_with('['))
-                .map_or(part, |p| p.1)
-        })
-        .collect();
+    let log = plain(&w.log());
     assert!(log.contains("dependencies_whole=false"), "{log}");
     assert!(!log.contains("dependencies_whole=true"), "{log}");
     let mut tables: Vec<String> = s.jobs.iter().map(sig_of).collect();
@@ -1174,6 +1176,79 @@ fn a_worker_reading_dependencies_through_a_cache_equals_a_local_solve() {
             "{sig}: the shard read through a cache differs from xqtb solve's"
         );
     }
+}
+
+/// A worker whose memory cannot hold a job's states in memory keeps them on local disk: the
+/// coordinator leases it the job by its estimate with the states on disk, the worker solves it
+/// in groups (encoding each as a part and verifying the table from its blocks), and the table
+/// is byte for byte what `xqtb solve` gives in memory.
+#[test]
+fn a_worker_short_of_memory_keeps_states_on_disk_and_equals_a_local_solve() {
+    let dir = TempDir::new("states-on-disk");
+    let port = free_port();
+    let cad = ["--rules", "cycles-are-draws"];
+    let plan = run_ok(&["plan", "KRNvKR", cad[0], cad[1], "--json"]);
+    let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    let job = plan["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["signature"] == "KRNvKR")
+        .unwrap();
+    let in_memory = job["solve_bytes"].as_u64().unwrap();
+    let on_disk = job["states_on_disk_bytes"].as_u64().unwrap();
+    assert!(on_disk < in_memory, "{job}");
+    // Room for the job with its states on disk, not with them in memory.
+    let memory = ((on_disk + in_memory) / 2).to_string();
+    let _c = coordinator(&dir, port, &["--plan", "KRNvKR", cad[0], cad[1]]);
+    let mut w = worker(
+        &dir,
+        port,
+        "short",
+        &[
+            "--threads",
+            "2",
+            "--memory",
+            &memory,
+            "--group-memory",
+            "8MiB",
+            "--exit-when-done",
+        ],
+    );
+    let rt = rt();
+    rt.block_on(wait_until(
+        port,
+        "every job",
+        Duration::from_secs(600),
+        all_finished,
+    ));
+    assert!(w.wait_exit(Duration::from_secs(30)), "{}", w.log());
+    let log = plain(&w.log());
+    let done = log
+        .lines()
+        .find(|l| l.contains("job done") && l.contains("KRNvKR"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(done.contains("states_on_disk=true"), "{done}");
+    let remote = rt.block_on(download(port, "KRNvKR"));
+    let data = dir.path("solo").display().to_string();
+    run_ok(&[
+        "solve",
+        "KRNvKR",
+        cad[0],
+        cad[1],
+        "--data",
+        &data,
+        "--threads",
+        "2",
+    ]);
+    let out = dir.path("KRNvKR.solo.xqtb").display().to_string();
+    run_ok(&[
+        "export", "KRNvKR", "-o", &out, "--data", &data, cad[0], cad[1],
+    ]);
+    assert!(
+        remote == std::fs::read(out).unwrap(),
+        "the table solved with its states on disk differs from xqtb solve's"
+    );
 }
 
 /// An uploaded pawn slice is sample-checked like a whole table, reading the slices its pawn

@@ -173,7 +173,7 @@ mod tests {
         let (_dir, app) = empty_app();
         let krk = TableId::new(RuleSet::Asian, "KRvK".parse().unwrap());
         app.submit(&[krk]).unwrap();
-        let need = xqtb_core::JobCost::of(&JobKey::whole(krk)).solve_bytes;
+        let need = xqtb_core::JobCost::of(&JobKey::whole(krk)).least_bytes();
         let w = app.register("w", 1, Some(need), "test").worker_id;
         // A worker holding a megabyte more than a fresh one no longer has room for the job.
         let grown = xqtb_core::BASE_BYTES + 1_000_000;

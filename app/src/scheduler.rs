@@ -589,7 +589,7 @@ impl Scheduler {
             .ready
             .iter()
             .map(|(_, _, k)| *k)
-            .find(|k| memory_bytes.is_none_or(|m| self.costs[k].solve_bytes <= m))
+            .find(|k| memory_bytes.is_none_or(|m| self.costs[k].least_bytes() <= m))
         else {
             return (None, changed);
         };
@@ -847,7 +847,7 @@ mod tests {
     fn a_job_goes_only_to_a_worker_that_can_hold_it() {
         let mut s = scheduler();
         s.plan(&[sig("KRvKR")], |_| false);
-        let need = |s: &Scheduler, t: &str| s.cost(&job(t)).unwrap().solve_bytes;
+        let need = |s: &Scheduler, t: &str| s.cost(&job(t)).unwrap().least_bytes();
         // Enough memory for the dependencies, not for KRvKR itself.
         let small = need(&s, "KRvK");
         assert!(small < need(&s, "KRvKR"));

@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn jobs_too_large_for_every_worker_never_run() {
-        let big = JobCost::of(&JobKey::whole(table("KRNvKR"))).solve_bytes;
+        let big = JobCost::of(&JobKey::whole(table("KRNvKR"))).least_bytes();
         let sim = simulate(&[table("KRNvKR")], &workers(2, 1, Some(big - 1)), u64::MAX);
         assert_eq!(sim.never_ran, vec![JobKey::whole(table("KRNvKR"))]);
         assert_eq!(

@@ -22,7 +22,7 @@ pub struct JobReport {
     pub progress: f64,
     /// Why the last attempt failed, if it did.
     pub last_error: Option<String>,
-    /// Estimated peak memory to solve it ([`xqtb_core::JobCost::solve_bytes`]).
+    /// Estimated peak memory to solve it ([`xqtb_core::JobCost::least_bytes`]).
     pub memory_bytes: u64,
     /// Why no registered worker can take it (each has too little memory), if so.
     pub unholdable: Option<String>,
@@ -142,7 +142,7 @@ impl App {
         let holder = self.workers.largest();
         for job in s.jobs() {
             let entries = job.key.entries();
-            let need = s.cost(&job.key).map_or(0, |c| c.solve_bytes);
+            let need = s.cost(&job.key).map_or(0, |c| c.least_bytes());
             match job.state {
                 JobState::Waiting => r.waiting += 1,
                 JobState::Ready => r.ready += 1,

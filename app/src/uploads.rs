@@ -19,32 +19,6 @@ use storage_format::store::{SledStore, TableStore};
 use xiangqi::Color;
 use xqtb_core::{JobKey, RuleSet, SlotRange, TableIndex};
 
-/// An upload read a block at a time by the sample check.
-struct UploadBlocks<'a> {
-    table: &'a EncodedTable,
-    index: TableIndex,
-    decoder: codec::BlockDecoder,
-}
-
-impl solver::sample::BlockSource for UploadBlocks<'_> {
-    fn index(&self) -> &TableIndex {
-        &self.index
-    }
-    fn rules(&self) -> RuleSet {
-        self.table.header.rules
-    }
-    fn slots(&self) -> SlotRange {
-        self.table.header.slots
-    }
-    fn block_slots(&self) -> u64 {
-        self.table.header.block_values as u64
-    }
-    fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String> {
-        let block = u32::try_from(block).map_err(|_| format!("no block {block}"))?;
-        codec::decode_block(self.table, &self.decoder, side, block).map_err(|e| e.to_string())
-    }
-}
-
 /// A committed part of a table (pawn slices) read from the store a block at a time, for the
 /// sample check of a slice whose pawn advances lead into it.
 struct StoredPart<'a> {
@@ -54,7 +28,7 @@ struct StoredPart<'a> {
     decoder: codec::BlockDecoder,
 }
 
-impl solver::sample::BlockSource for StoredPart<'_> {
+impl xqtb_core::BlockSource for StoredPart<'_> {
     fn index(&self) -> &TableIndex {
         &self.index
     }
@@ -265,11 +239,7 @@ impl App {
         decode_secs: f64,
     ) -> Result<(), Refusal> {
         let policy = self.limits().sample;
-        let blocks = UploadBlocks {
-            table: t,
-            index: t.header.index().map_err(Refusal::malformed)?,
-            decoder: codec::BlockDecoder::new(t.dictionary.as_deref()),
-        };
+        let blocks = codec::EncodedBlocks::new(t).map_err(Refusal::malformed)?;
         // Dependencies through a block cache of their own, so that the check neither evicts
         // the blocks users probe nor loads whole dependency tables into memory; a pawn slice's
         // also the committed slices its pawn advances lead into, read a block at a time like
@@ -298,9 +268,9 @@ impl App {
                 decoder: codec::BlockDecoder::new(None),
             });
         }
-        let slices: Vec<&dyn solver::sample::BlockSource> = parts
+        let slices: Vec<&dyn xqtb_core::BlockSource> = parts
             .iter()
-            .map(|p| p as &dyn solver::sample::BlockSource)
+            .map(|p| p as &dyn xqtb_core::BlockSource)
             .collect();
         let seed = fnv1a(lease_id);
         let legal = t.header.counts.legal();

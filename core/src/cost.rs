@@ -54,6 +54,20 @@ const DEPENDENCY_OVERHEAD_BYTES_PER_ENTRY: f64 = 0.2;
 /// enough to hold the blocks that the captures of a run of neighbouring slots land in.
 pub const DEPENDENCY_CACHE_BYTES: u64 = 128_000_000;
 
+/// Bytes per entry a job with its states on local disk holds in memory through its levels:
+/// each entry's kind, two bits (`solver/src/level_groups.rs`).
+const KINDS_BYTES_PER_ENTRY: f64 = 0.25;
+
+/// Bytes of one group of states a job with its states on local disk holds in memory: the
+/// default of `xqtb solve --group-memory`, and what a worker uses.
+pub const GROUP_BYTES: u64 = 64 << 20;
+
+/// Bytes of decoded blocks the verifier of a table of `entries` read from its blocks caches:
+/// an eighth of the table decoded (two bytes an entry), within bounds (BENCHMARKS.md, "Memory").
+pub fn verify_cache_bytes(entries: u64) -> u64 {
+    (2 * entries / 8).clamp(8 << 20, 128 << 20)
+}
+
 /// The memory a worker of `memory_bytes` has for a job's [`JobCost::solve_bytes`] while it holds
 /// `resident_bytes` between jobs: what it holds beyond [`BASE_BYTES`] (mostly its cache store's
 /// pages, which grow over a long run) is not there for the job.
@@ -76,16 +90,23 @@ pub struct JobCost {
     /// Entries of the dependency tables the worker loads to value captures, and of the slices
     /// of its own table a pawn slice's advances lead into.
     pub dependency_entries: u64,
-    /// Peak bytes the worker holds while solving, verifying and uploading the job, reading the
-    /// dependency tables through a cache when they take more than [`DEPENDENCY_CACHE_BYTES`].
+    /// Peak bytes the worker holds while solving, verifying and uploading the job with its
+    /// states in memory, reading the dependency tables through a cache when they take more than
+    /// [`DEPENDENCY_CACHE_BYTES`].
     pub solve_bytes: u64,
+    /// Peak bytes with the job's states on local disk instead, a group of [`GROUP_BYTES`] in
+    /// memory at a time, and its dependencies through the cache (the states then take a byte
+    /// per entry of local disk): for the jobs that can be solved so (a whole table under
+    /// `cycles-are-draws`), `None` for the others.
+    pub states_on_disk_bytes: Option<u64>,
     /// Bytes the dependency tables take decoded whole (not the slices of the job's own table,
     /// which are always held whole).
     pub dependency_bytes: u64,
     /// Bytes the job's part of its table takes compressed in the store and in a shard file.
     pub stored_bytes: u64,
     /// Local disk the worker needs for the job: the compressed tables (and slices of its own
-    /// table) it depends on in its cache, and the job's own result.
+    /// table) it depends on in its cache, and the job's own result; with its states on local
+    /// disk, a byte per entry more.
     pub disk_bytes: u64,
     /// CPU seconds to solve, verify and encode it (divide by threads for wall time).
     pub cpu_seconds: f64,
@@ -146,6 +167,23 @@ impl JobCost {
         self.solve_bytes + held_beyond_base(resident_bytes)
     }
 
+    /// The least memory a worker needs for this job: with its states on local disk where it
+    /// can, else in memory. The scheduler leases a job to any worker that has this much.
+    pub fn least_bytes(&self) -> u64 {
+        self.states_on_disk_bytes
+            .map_or(self.solve_bytes, |d| d.min(self.solve_bytes))
+    }
+
+    /// Whether a worker with `memory_bytes` for this job (as [`memory_for_jobs`] gives it)
+    /// keeps the job's states on local disk: when they do not fit in memory and the job can.
+    pub fn keeps_states_on_disk(&self, memory_bytes: u64) -> bool {
+        memory_bytes != 0
+            && self.solve_bytes > memory_bytes
+            && self
+                .states_on_disk_bytes
+                .is_some_and(|d| d < self.solve_bytes)
+    }
+
     /// Peak bytes with every dependency table decoded whole.
     pub fn in_memory_bytes(&self) -> u64 {
         self.solve_bytes - self.dependency_bytes.min(DEPENDENCY_CACHE_BYTES) + self.dependency_bytes
@@ -194,6 +232,19 @@ impl JobCost {
             })
             .sum::<f64>()
             + by_sides(&r.stored_bytes_per_entry) * slice_entries as f64;
+        // With the states on disk: each entry's kind and one group through the levels, while the
+        // finished parts are encoded; then each entry's legality, the verifier's block cache and
+        // the encoded table (`worker::solve_in_groups`).
+        let on_disk = key.table.rules == RuleSet::CyclesAreDraws && key.is_whole_table();
+        let states_on_disk_bytes = on_disk.then(|| {
+            let levels = KINDS_BYTES_PER_ENTRY * entries as f64
+                + GROUP_BYTES.min(2 * key.slots.len()) as f64;
+            let verify =
+                KINDS_BYTES_PER_ENTRY / 2.0 * entries as f64 + verify_cache_bytes(entries) as f64;
+            BASE_BYTES
+                + (levels.max(verify) + stored).ceil() as u64
+                + dependency_bytes.min(DEPENDENCY_CACHE_BYTES)
+        });
         JobCost {
             slots: key.slots.len(),
             entries,
@@ -201,6 +252,7 @@ impl JobCost {
             solve_bytes: BASE_BYTES
                 + held.ceil() as u64
                 + dependency_bytes.min(DEPENDENCY_CACHE_BYTES),
+            states_on_disk_bytes,
             dependency_bytes,
             stored_bytes: stored.ceil() as u64,
             disk_bytes: (stored + dependencies_stored).ceil() as u64,

@@ -32,6 +32,7 @@
 
 #![warn(missing_docs)]
 
+mod blocks;
 mod codes;
 mod cost;
 pub mod count;
@@ -43,9 +44,11 @@ mod signature;
 mod table;
 mod value;
 
+pub use blocks::BlockSource;
 pub use codes::{CodeSet, Codes, Narrowing, prefetch};
 pub use cost::{
-    BASE_BYTES, DEPENDENCY_CACHE_BYTES, JobCost, TABLE_BYTES_PER_ENTRY, memory_for_jobs,
+    BASE_BYTES, DEPENDENCY_CACHE_BYTES, GROUP_BYTES, JobCost, TABLE_BYTES_PER_ENTRY,
+    memory_for_jobs, verify_cache_bytes,
 };
 pub use counts::{SideCounts, TableCounts};
 pub use index::{

@@ -24,6 +24,9 @@ pub enum SolveError {
     /// The table has too many pieces for the index.
     #[error("cannot solve {0}: {1}")]
     Unsupported(Signature, String),
+    /// Storing or reading back the states a job keeps on local disk failed.
+    #[error("cannot solve {0}: its states on local disk: {1}")]
+    Scratch(Signature, String),
     /// The slots asked for are not a union of whole slices of the table (or not within it).
     #[error("cannot solve slots {slots} of {table}: they are not a union of whole pawn slices")]
     NotSlices {
@@ -73,4 +76,18 @@ pub struct VerifyError {
     pub stored: Value,
     /// The value its successors give.
     pub expected: Value,
+}
+
+/// Why a job (solving a table and verifying it) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// Solving failed.
+    #[error(transparent)]
+    Solve(#[from] SolveError),
+    /// The solved table failed verification; it must not be stored.
+    #[error(transparent)]
+    Verify(#[from] Box<VerifyError>),
+    /// The table to verify could not be read a block at a time.
+    #[error("cannot verify {0}: {1}")]
+    Blocks(Signature, String),
 }

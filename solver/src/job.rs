@@ -2,26 +2,16 @@
 //! verified, never handed on unverified; and the ways of solving many jobs in memory (a closure
 //! of tables, a table slice by slice) that tests and local use need.
 
-use crate::error::{SolveError, VerifyError};
+use crate::error::{JobError, SolveError};
+use crate::level_groups::StateStore;
 use crate::progress::Progress;
 use crate::slices::{SliceDeps, assemble};
-use crate::solve::{solve, solve_range};
+use crate::solve::{solve, solve_range, solve_range_in};
 use crate::verify::verify_reporting;
 use std::sync::Arc;
 use xqtb_core::{
     MemoryTables, Probe, RuleSet, Signature, SlotRange, Table, TableCounts, TableId, TableIndex,
 };
-
-/// Why a table could not be produced.
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    /// Solving failed.
-    #[error(transparent)]
-    Solve(#[from] SolveError),
-    /// The solved table failed verification; it must not be stored.
-    #[error(transparent)]
-    Verify(#[from] Box<VerifyError>),
-}
 
 /// Solves and verifies one table. A table that fails verification is an error, never returned.
 pub fn solve_and_verify(
@@ -38,15 +28,17 @@ pub fn solve_and_verify(
 
 /// Solves and verifies the slots `slots` of table `id` (a union of whole pawn slices, see
 /// [`solve_range`]) as a part of the table. `deps` holds the tables its captures lead into and
-/// the slices its pawn advances lead into. A part that fails verification is an error, never
+/// the slices its pawn advances lead into; the retrograde phase holds its states as `store`
+/// says ([`crate::solve_range_in`]). A part that fails verification is an error, never
 /// returned.
 pub fn solve_and_verify_range(
     id: TableId,
     slots: SlotRange,
+    store: StateStore,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(Table, TableCounts), JobError> {
-    let table = solve_range(id, slots, deps, progress)?;
+    let table = solve_range_in(id, slots, store, deps, progress)?;
     let started = std::time::Instant::now();
     let counts = verify_reporting(&table, deps, progress)?;
     tracing::info!(table = %id, %slots, secs = started.elapsed().as_secs_f64(), "verified");
@@ -106,7 +98,7 @@ pub fn solve_by_slices(
     for &s in order {
         let slots = slices[s].slots;
         let part = if verify_parts {
-            solve_and_verify_range(id, slots, &done, progress)?.0
+            solve_and_verify_range(id, slots, StateStore::Memory, &done, progress)?.0
         } else {
             solve_range(id, slots, &done, progress)?
         };

@@ -106,22 +106,42 @@ impl LevelStates {
     /// Every entry of a job of `len` slots per side illegal, with a window of `window` levels
     /// (at most [`MAX_WINDOW`], at least 2) from level 0.
     pub(crate) fn new(len: u64, window: u16) -> LevelStates {
+        let mut states = LevelStates::without_states(len, window);
+        for side in Color::ALL {
+            states.fill_illegal(side);
+        }
+        states
+    }
+
+    /// As [`LevelStates::new`], but holding no states until [`LevelStates::put_segments`] gives
+    /// them (a group of a job kept on disk).
+    pub(crate) fn without_states(len: u64, window: u16) -> LevelStates {
         assert!((2..=MAX_WINDOW).contains(&window), "window {window}");
         let len = len as usize;
-        let segment = |start: usize| {
-            let n = SEGMENT_SLOTS.min(len - start);
-            (0..n).map(|_| AtomicU8::new(ILLEGAL)).collect::<Box<[_]>>()
-        };
         let chunks = len.div_ceil(CHUNK_SLOTS as usize);
         LevelStates {
             window,
             base: 0,
             len,
             chunks,
-            segments: [0, 1].map(|_| (0..len).step_by(SEGMENT_SLOTS).map(segment).collect()),
+            segments: [Vec::new(), Vec::new()],
             far: (0..2 * chunks).map(|_| Mutex::new(Vec::new())).collect(),
             spills: Vec::new(),
         }
+    }
+
+    /// Gives `side` its states, every entry illegal.
+    fn fill_illegal(&mut self, side: Color) {
+        assert!(
+            self.segments[side.index()].is_empty(),
+            "states held already"
+        );
+        let len = self.len;
+        let segment = |start: usize| {
+            let n = SEGMENT_SLOTS.min(len - start);
+            (0..n).map(|_| AtomicU8::new(ILLEGAL)).collect::<Box<[_]>>()
+        };
+        self.segments[side.index()] = (0..len).step_by(SEGMENT_SLOTS).map(segment).collect();
     }
 
     /// The state of `(side, slot)`.
@@ -323,11 +343,7 @@ impl LevelStates {
     /// value where it was resolved, and where not the phase's first undecided state
     /// ([`crate::state::Undecided::new`]).
     pub(crate) fn into_codes(self) -> [Vec<u16>; 2] {
-        self.convert(
-            |holds| crate::state::Undecided::new(holds).code(),
-            |code| code,
-            |codes| codes,
-        )
+        self.convert(rule_phase_code, |code| code, |codes| codes)
     }
 
     /// The finished values under `cycles-are-draws`, per side to move: the value where it was
@@ -335,21 +351,17 @@ impl LevelStates {
     /// plies (the byte is then the value's code, 255 an illegal entry), written straight from
     /// the states, so that the finished table never takes more memory than the levels did.
     pub(crate) fn into_values(self) -> [Codes; 2] {
-        let draw = |_| Value::DRAW_CODE;
         // Every level resolved so far lies below the window's end.
-        if self.base + self.window > u16::from(u8::MAX) - 1 {
-            return self.convert(draw, |code| code, Codes::from);
+        if !self.values_fit_a_byte() {
+            return self.convert(draw_code, |code| code, Codes::from);
         }
-        let narrow = |code: u16| {
-            if code == Value::ILLEGAL_CODE {
-                u8::MAX
-            } else {
-                code as u8
-            }
-        };
-        self.convert(draw, narrow, |bytes| {
-            Codes::from_bytes(bytes, identity_dictionary())
-        })
+        self.convert(draw_code, narrow_value, narrow_codes)
+    }
+
+    /// Whether every level resolved so far, plus one, fits a byte below 255 (the illegal
+    /// entry's byte), so that the finished values can be written a byte per entry.
+    pub(crate) fn values_fit_a_byte(&self) -> bool {
+        self.base + self.window < u16::from(u8::MAX)
     }
 
     /// Every entry's two-byte code (`unresolved(holds)` for a position the levels did not
@@ -357,80 +369,146 @@ impl LevelStates {
     /// before the other side's is. Each segment is freed as soon as it is read, so the states
     /// and the result are never held whole together.
     fn convert<T: Copy + Default + Send + Sync, U>(
-        self,
+        mut self,
         unresolved: impl Fn(bool) -> u16 + Sync,
         out: impl Fn(u16) -> T + Sync,
         mut finish: impl FnMut(Vec<T>) -> U,
     ) -> [U; 2] {
-        let LevelStates {
-            window,
-            base,
-            len,
-            chunks,
-            segments,
-            spills,
-            ..
-        } = self;
-        let chunks_per_segment = SEGMENT_SLOTS / CHUNK_SLOTS as usize;
-        let [red, black] = segments;
-        [(Color::Red, red), (Color::Black, black)].map(|(side, segments)| {
-            let mut codes = vec![T::default(); len];
-            segments
-                .into_par_iter()
-                .zip(codes.par_chunks_mut(SEGMENT_SLOTS))
-                .enumerate()
-                .for_each(|(s, (segment, to))| {
-                    for (k, (states, to)) in segment
-                        .chunks(CHUNK_SLOTS as usize)
-                        .zip(to.chunks_mut(CHUNK_SLOTS as usize))
-                        .enumerate()
-                    {
-                        let chunk = side.index() * chunks + s * chunks_per_segment + k;
-                        let spilled: Vec<(u16, Vec<u8>)> = spills
-                            .iter()
-                            .filter_map(|spill| {
-                                let bytes = spill.chunks[chunk].as_ref()?;
-                                let raw = zstd::bulk::decompress(bytes, CHUNK_SLOTS as usize)
-                                    .expect("a spill this process compressed");
-                                Some((spill.base, raw))
-                            })
-                            .collect();
-                        let level_spilled = |k: usize| {
-                            spilled
-                                .iter()
-                                .find_map(|(b, raw)| {
-                                    (raw[k] != NOT_SPILLED).then(|| b + raw[k] as u16)
-                                })
-                                .expect("an entry resolved before the window was spilled")
-                        };
-                        for (k, (a, to)) in states.iter().zip(to.iter_mut()).enumerate() {
-                            let code = match a.load(Relaxed) {
-                                ILLEGAL => Value::ILLEGAL_CODE,
-                                WON_EARLIER | LOST_EARLIER => level_spilled(k) + 1,
-                                HOLDS => unresolved(true),
-                                c if u16::from(c) < window => base + c as u16 + 1,
-                                _ => unresolved(false),
-                            };
-                            *to = out(code);
-                        }
-                    }
-                    drop(segment);
-                });
+        Color::ALL.map(|side| {
+            let mut codes = vec![T::default(); self.len];
+            self.convert_side_into(side, &unresolved, &out, &mut codes);
             finish(codes)
         })
     }
+
+    /// Writes the codes of `side`'s entries into `to` (a slot each), as
+    /// [`LevelStates::convert`] does, freeing the side's segments as they are read.
+    pub(crate) fn convert_side_into<T: Send + Sync>(
+        &mut self,
+        side: Color,
+        unresolved: &(impl Fn(bool) -> u16 + Sync),
+        out: &(impl Fn(u16) -> T + Sync),
+        to: &mut [T],
+    ) {
+        assert_eq!(to.len(), self.len, "one code per slot");
+        let (window, base, chunks, spills) = (self.window, self.base, self.chunks, &self.spills);
+        let chunks_per_segment = SEGMENT_SLOTS / CHUNK_SLOTS as usize;
+        let segments = std::mem::take(&mut self.segments[side.index()]);
+        segments
+            .into_par_iter()
+            .zip(to.par_chunks_mut(SEGMENT_SLOTS))
+            .enumerate()
+            .for_each(|(s, (segment, to))| {
+                for (k, (states, to)) in segment
+                    .chunks(CHUNK_SLOTS as usize)
+                    .zip(to.chunks_mut(CHUNK_SLOTS as usize))
+                    .enumerate()
+                {
+                    let chunk = side.index() * chunks + s * chunks_per_segment + k;
+                    let spilled: Vec<(u16, Vec<u8>)> = spills
+                        .iter()
+                        .filter_map(|spill| {
+                            let bytes = spill.chunks[chunk].as_ref()?;
+                            let raw = zstd::bulk::decompress(bytes, CHUNK_SLOTS as usize)
+                                .expect("a spill this process compressed");
+                            Some((spill.base, raw))
+                        })
+                        .collect();
+                    let level_spilled = |k: usize| {
+                        spilled
+                            .iter()
+                            .find_map(|(b, raw)| (raw[k] != NOT_SPILLED).then(|| b + raw[k] as u16))
+                            .expect("an entry resolved before the window was spilled")
+                    };
+                    for (k, (a, to)) in states.iter().zip(to.iter_mut()).enumerate() {
+                        let code = match a.load(Relaxed) {
+                            ILLEGAL => Value::ILLEGAL_CODE,
+                            WON_EARLIER | LOST_EARLIER => level_spilled(k) + 1,
+                            HOLDS => unresolved(true),
+                            c if u16::from(c) < window => base + c as u16 + 1,
+                            _ => unresolved(false),
+                        };
+                        *to = out(code);
+                    }
+                }
+                drop(segment);
+            });
+    }
+
+    /// The segments of `side`'s states, taken out (to be kept elsewhere until
+    /// [`LevelStates::put_segments`] gives them back); the far lists and spills stay.
+    pub(crate) fn take_segments(&mut self, side: Color) -> Vec<Box<[AtomicU8]>> {
+        std::mem::take(&mut self.segments[side.index()])
+    }
+
+    /// Gives `side` its states back: segments as [`LevelStates::take_segments`] took them, or
+    /// [`LevelStates::empty_segments`] filled since.
+    pub(crate) fn put_segments(&mut self, side: Color, segments: Vec<Box<[AtomicU8]>>) {
+        assert!(
+            self.segments[side.index()].is_empty(),
+            "states held already"
+        );
+        assert_eq!(
+            segments.iter().map(|s| s.len()).sum::<usize>(),
+            self.len,
+            "a side's states"
+        );
+        self.segments[side.index()] = segments;
+    }
+
+    /// Segments for one side of a job of `len` slots, to be filled (zero bytes until then).
+    pub(crate) fn empty_segments(len: usize) -> Vec<Box<[AtomicU8]>> {
+        (0..len)
+            .step_by(SEGMENT_SLOTS)
+            .map(|start| {
+                (start..len.min(start + SEGMENT_SLOTS))
+                    .map(|_| AtomicU8::new(0))
+                    .collect()
+            })
+            .collect()
+    }
 }
 
-/// The dictionary of a narrow side whose bytes are its codes: every code below 255 stands for
-/// itself, and 255 for an illegal entry.
-fn identity_dictionary() -> [u16; 256] {
-    std::array::from_fn(|b| {
+/// The bytes of states held with exclusive access, to be copied to or from a file without a
+/// byte-by-byte conversion.
+pub(crate) fn bytes_of(states: &mut [AtomicU8]) -> &mut [u8] {
+    // SAFETY: `AtomicU8` has the same size, alignment and bit validity as `u8` (as the standard
+    // library documents), and the exclusive borrow means no atomic access can happen while the
+    // bytes are borrowed.
+    unsafe { std::slice::from_raw_parts_mut(states.as_mut_ptr().cast::<u8>(), states.len()) }
+}
+
+/// The rule phase's first code of a position the levels left unresolved
+/// ([`crate::state::Undecided::new`]).
+pub(crate) fn rule_phase_code(holds: bool) -> u16 {
+    crate::state::Undecided::new(holds).code()
+}
+
+/// The finished code of a position the levels left unresolved under `cycles-are-draws`.
+pub(crate) fn draw_code(_holds: bool) -> u16 {
+    Value::DRAW_CODE
+}
+
+/// A finished value's code as a byte of a narrow side ([`narrow_codes`]).
+pub(crate) fn narrow_value(code: u16) -> u8 {
+    if code == Value::ILLEGAL_CODE {
+        u8::MAX
+    } else {
+        code as u8
+    }
+}
+
+/// A side whose bytes are its codes: every code below 255 stands for itself, and 255 for an
+/// illegal entry.
+pub(crate) fn narrow_codes(bytes: Vec<u8>) -> Codes {
+    let dictionary = std::array::from_fn(|b| {
         if b == 255 {
             Value::ILLEGAL_CODE
         } else {
             b as u16
         }
-    })
+    });
+    Codes::from_bytes(bytes, dictionary)
 }
 
 #[cfg(test)]

@@ -39,9 +39,11 @@
 #![warn(missing_docs)]
 
 mod asian;
+mod block_reader;
 mod capture;
 mod error;
 mod job;
+mod level_groups;
 mod level_state;
 mod position;
 mod progress;
@@ -54,14 +56,14 @@ mod state;
 mod verify;
 mod verify_rules;
 
-pub use error::{SolveError, VerifyError};
-pub use job::{
-    JobError, solve_and_verify, solve_and_verify_range, solve_by_slices, solve_closure_in_memory,
-};
+pub use block_reader::Legal;
+pub use error::{JobError, SolveError, VerifyError};
+pub use job::{solve_and_verify, solve_and_verify_range, solve_by_slices, solve_closure_in_memory};
+pub use level_groups::{Scratch, StateStore};
 pub use progress::Progress;
 pub use slices::SliceDeps;
-pub use solve::{solve, solve_range};
-pub use verify::{verify, verify_reporting};
+pub use solve::{solve, solve_range, solve_range_in, solve_range_in_parts};
+pub use verify::{verify, verify_blocks, verify_reporting};
 
 /// Slots handed to one parallel task by the solver and the verifier: large enough to amortise
 /// scheduling, small enough to balance two threads on the smallest tables.

@@ -13,9 +13,11 @@
 //! Levels are barriers and every write within a level is idempotent, so the result is the same
 //! bit for bit whatever the thread count.
 
+use crate::CHUNK_SLOTS;
 use crate::capture::ExitValues;
 use crate::error::SolveError;
-use crate::level_state::{CANDIDATE, Capture, ILLEGAL, LOSES_BY_NOW, LevelStates};
+use crate::level_groups::{Kind, LevelGroups, Loaded, StateStore};
+use crate::level_state::{CANDIDATE, Capture, ILLEGAL, LOSES_BY_NOW};
 use crate::position::{Job, SlotPosition};
 use crate::progress::Progress;
 use rayon::prelude::*;
@@ -27,29 +29,33 @@ use xqtb_core::{MoveReading, Probe, ProbeError, Value};
 const MAX_DTM: u16 = Value::MAX_DTM;
 
 /// Level-by-level retrograde analysis to mate of `job`; returns its entries' states, per side
-/// to move ([`LevelStates`]), for the rule phase or the finished table to take.
-pub(crate) fn retrograde(
+/// to move ([`LevelGroups`]), held as `store` says, for the rule phase or the finished table to
+/// take.
+pub(crate) fn retrograde<'s>(
     job: &Job,
     deps: &dyn Probe,
+    store: StateStore<'s>,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<LevelStates, SolveError> {
+) -> Result<LevelGroups<'s>, SolveError> {
     let signature = job.index.signature();
-    let mut solver = Levels::new(job, window());
+    let scratch_error = |e: std::io::Error| SolveError::Scratch(signature, e.to_string());
+    let mut solver = Levels::new(job, window(), store);
     let started = std::time::Instant::now();
     let max_pending = solver.init(deps, progress)?;
-    tracing::info!(table = %signature, secs = started.elapsed().as_secs_f64(), "captures and mates folded");
+    tracing::info!(table = %signature, secs = started.elapsed().as_secs_f64(), groups = solver.groups.count(), "captures and mates folded");
     let started = std::time::Instant::now();
     let mut level: u16 = 1;
     let mut idle = 0;
     loop {
-        if solver.states.must_slide(level) {
-            solver.states.slide(level, &solver.pending);
+        if solver.groups.codes().must_slide(level) {
+            solver.slide(level).map_err(scratch_error)?;
         }
         let changed = if level % 2 == 1 {
             solver.win_level(level)
         } else {
             solver.loss_level(level)
-        };
+        }
+        .map_err(scratch_error)?;
         progress(Progress::Level {
             level,
             resolved: solver.resolved.load(Relaxed),
@@ -64,8 +70,13 @@ pub(crate) fn retrograde(
         }
         level += 1;
     }
+    // The last level's wins and marks for groups it had passed wait for them: taken in now.
+    solver
+        .over_groups(level, |_, _| false, |_, _| 0)
+        .and_then(|_| solver.groups.unload())
+        .map_err(scratch_error)?;
     tracing::info!(table = %signature, levels = level, secs = started.elapsed().as_secs_f64(), "levels done");
-    Ok(solver.states)
+    Ok(solver.groups)
 }
 
 /// The window of levels a state byte spans ([`crate::level_state`]).
@@ -85,9 +96,9 @@ fn window() -> u16 {
 
 /// The retrograde phase's work on one job: its states, a byte per entry, and per chunk what
 /// the next levels have to visit.
-struct Levels<'a> {
+struct Levels<'a, 's> {
     job: &'a Job<'a>,
-    states: LevelStates,
+    groups: LevelGroups<'s>,
     resolved: AtomicU64,
     /// Per chunk (Red's chunks, then Black's) and level parity: an entry was resolved there at
     /// the last level of that parity. Lets a level visit only the chunks with work.
@@ -96,10 +107,15 @@ struct Levels<'a> {
     marked: Vec<AtomicBool>,
     /// Per chunk: the first level a capture falls due at there (a level to visit it at).
     pending: Vec<AtomicU16>,
+    /// Per chunk, with several groups: another group set kinds there that the chunk's bytes
+    /// must take when its group is next loaded.
+    waiting: Vec<AtomicBool>,
+    /// The last win level: the level of the wins waiting in [`Levels::waiting`] chunks.
+    last_win: AtomicU16,
 }
 
-impl<'a> Levels<'a> {
-    fn new(job: &'a Job<'a>, window: u16) -> Self {
+impl<'a, 's> Levels<'a, 's> {
+    fn new(job: &'a Job<'a>, window: u16, store: StateStore<'s>) -> Self {
         let flags = || {
             (0..2 * job.chunks)
                 .map(|_| AtomicBool::new(false))
@@ -107,13 +123,15 @@ impl<'a> Levels<'a> {
         };
         Levels {
             job,
-            states: LevelStates::new(job.len(), window),
+            groups: LevelGroups::new(job, window, store),
             resolved: AtomicU64::new(0),
             fresh: [flags(), flags()],
             marked: flags(),
             pending: (0..2 * job.chunks)
                 .map(|_| AtomicU16::new(u16::MAX))
                 .collect(),
+            waiting: flags(),
+            last_win: AtomicU16::new(0),
         }
     }
 
@@ -123,30 +141,114 @@ impl<'a> Levels<'a> {
         self.fresh[level as usize % 2][self.job.chunk_of(side, slot)].store(true, Relaxed);
     }
 
-    /// Runs `f(side, slot, code, position)` in parallel over the slots whose code `wanted`
-    /// accepts, in the chunks `visit` selects; `f` returns how many entries it resolved. Each
-    /// visited chunk's pending capture level is recomputed past `level`.
+    /// The chunks of both sides of the job slots `slots` (Red's, then Black's), as indices of
+    /// the job's; `slots` starts at a chunk's start.
+    fn chunks_in(&self, slots: std::ops::Range<usize>) -> Vec<u64> {
+        let red = slots.start as u64 / CHUNK_SLOTS..(slots.end as u64).div_ceil(CHUNK_SLOTS);
+        red.clone()
+            .chain(red.map(|c| c + self.job.chunks))
+            .collect()
+    }
+
+    /// Runs `work` on each group in turn that `needs` (given a chunk of it) selects or that has
+    /// chunks waiting, loaded and with its waiting kinds taken in as at level `n`; returns the
+    /// sum of what `work` returns. With one group, `work` runs on it whatever `needs` says: the
+    /// passes select its chunks themselves.
+    fn over_groups(
+        &mut self,
+        n: u16,
+        needs: impl Fn(&Self, usize) -> bool,
+        work: impl Fn(&Self, &Loaded) -> u64,
+    ) -> std::io::Result<u64> {
+        let mut sum = 0;
+        for g in 0..self.groups.count() {
+            let wanted = self.groups.count() == 1
+                || self
+                    .chunks_in(self.groups.slots(g))
+                    .iter()
+                    .any(|&c| self.waiting[c as usize].load(Relaxed) || needs(self, c as usize));
+            if !wanted {
+                continue;
+            }
+            self.groups.load(g)?;
+            let this = &*self;
+            let cur = this.groups.current();
+            this.take_waiting(&cur, n);
+            sum += work(this, &cur);
+        }
+        Ok(sum)
+    }
+
+    /// Takes into the bytes of the group in memory, at level `n`, the kinds other groups set in
+    /// its waiting chunks: wins of the last win level, and candidates of this loss level.
+    fn take_waiting(&self, cur: &Loaded, n: u16) {
+        if self.groups.count() == 1 {
+            return;
+        }
+        let codes = cur.states;
+        self.chunks_in(cur.start..cur.end)
+            .into_par_iter()
+            .filter(|&c| self.waiting[c as usize].swap(false, Relaxed))
+            .for_each(|c| {
+                let (side, slots) = self.job.chunk(c);
+                for slot in slots.map(|s| s as usize) {
+                    let a = cur.at(side, slot);
+                    match cur.kind(side, slot) {
+                        Kind::WonOrIllegal if codes.is_unresolved(a.load(Relaxed)) => {
+                            a.store(codes.resolved(self.last_win.load(Relaxed)), Relaxed);
+                        }
+                        Kind::Marked => {
+                            cur.note(side, slot, Kind::Unresolved);
+                            if codes.may_lose_at(a.load(Relaxed), n) {
+                                a.store(CANDIDATE, Relaxed);
+                                self.marked[c as usize].store(true, Relaxed);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            });
+    }
+
+    /// Moves every group's window up before level `n` ([`LevelStates::slide`]).
+    fn slide(&mut self, n: u16) -> std::io::Result<()> {
+        for g in 0..self.groups.count() {
+            self.groups.load(g)?;
+            self.take_waiting(&self.groups.current(), n);
+            let chunks = self.chunks_in(self.groups.slots(g));
+            let local: Vec<AtomicU16> = chunks.iter().map(|_| AtomicU16::new(0)).collect();
+            self.groups.current_mut().slide(n, &local);
+            for (c, level) in chunks.iter().zip(local) {
+                self.pending[*c as usize].store(level.into_inner(), Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `f(side, slot, code, position)` in parallel over the slots of the group in memory
+    /// whose code `wanted` accepts, in the chunks `visit` selects; `f` returns how many entries
+    /// it resolved. Each visited chunk's pending capture level is recomputed past `level`.
     fn scan(
         &self,
+        cur: &Loaded,
+        g_chunks: Vec<u64>,
         level: u16,
         visit: impl Fn(usize) -> bool + Sync,
         wanted: impl Fn(u8) -> bool + Sync,
         f: impl Fn(Color, u64, u8, &mut SlotPosition) -> u64 + Sync,
     ) -> u64 {
-        (0..2 * self.job.chunks)
+        g_chunks
             .into_par_iter()
             .filter(|&c| visit(c as usize))
             .map(|c| {
                 let (side, slots) = self.job.chunk(c);
                 let mut pos = self.job.position();
-                let states = self
-                    .states
-                    .run(side, slots.start as usize, slots.end as usize);
+                let states = cur.run(side, slots.start as usize, slots.end as usize);
                 let mut changed = 0;
                 let mut next_pending = u16::MAX;
                 for (slot, a) in slots.zip(states) {
                     let code = a.load(Relaxed);
-                    if let Some(d) = self.states.capture_level(code)
+                    if let Some(d) = cur.states.capture_level(code)
                         && d > level
                     {
                         next_pending = next_pending.min(d);
@@ -161,21 +263,45 @@ impl<'a> Levels<'a> {
             .sum()
     }
 
-    /// Marks illegal slots and mates, and folds every capture and exit into the slot's state.
-    /// Returns the largest distance one defers to (levels must run at least that far).
+    /// Marks illegal slots and mates, and folds every capture and exit into the slot's state,
+    /// a group at a time. Returns the largest distance one defers to (levels must run at least
+    /// that far).
     fn init(
-        &self,
+        &mut self,
         deps: &dyn Probe,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<u16, SolveError> {
         let sig = self.job.index.signature();
-        let size = self.job.len();
+        let scratch_error = |e: std::io::Error| SolveError::Scratch(sig, e.to_string());
         let done = AtomicU64::new(0);
         let exits = ExitValues::new(self.job.index, self.job.rules, deps);
+        let mut max_pending = 0;
+        for g in 0..self.groups.count() {
+            self.groups.create(g).map_err(scratch_error)?;
+            let chunks = self.chunks_in(self.groups.slots(g));
+            let red = &chunks[..chunks.len() / 2];
+            let cur = self.groups.current();
+            let m = self.init_group(&cur, red, &exits, &done, progress)?;
+            max_pending = max_pending.max(m);
+        }
+        self.groups.unload().map_err(scratch_error)?;
+        Ok(max_pending)
+    }
+
+    /// [`Levels::init`] on the group in memory, whose Red chunks are `red`.
+    fn init_group(
+        &self,
+        cur: &Loaded,
+        red: &[u64],
+        exits: &ExitValues,
+        done: &AtomicU64,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<u16, SolveError> {
+        let sig = self.job.index.signature();
+        let size = self.job.len();
         // Both sides to move of a slot share one placement, so each is set up once.
-        let max_pending = (0..self.job.chunks)
-            .into_par_iter()
-            .map(|c| -> Result<u16, SolveError> {
+        red.par_iter()
+            .map(|&c| -> Result<u16, SolveError> {
                 let (_, slots) = self.job.chunk(c);
                 let (start, end) = (slots.start, slots.end);
                 let mut pos = self.job.position();
@@ -227,10 +353,12 @@ impl<'a> Levels<'a> {
                             }
                         }
                     }
+                    let slot = slot as usize;
                     if !any_legal {
-                        let mate = self.states.resolved(0);
-                        self.states.at(side, slot as usize).store(mate, Relaxed);
-                        self.note_resolved(side, slot as usize, 0);
+                        let mate = cur.states.resolved(0);
+                        cur.at(side, slot).store(mate, Relaxed);
+                        cur.note(side, slot, Kind::Lost);
+                        self.note_resolved(side, slot, 0);
                         resolved += 1;
                         continue;
                     }
@@ -251,7 +379,8 @@ impl<'a> Levels<'a> {
                         let m = &mut min_pending[side.index()];
                         *m = (*m).min(dist);
                     }
-                    self.states.set_unresolved(side, slot as usize, capture);
+                    cur.states.set_unresolved(side, slot - cur.start, capture);
+                    cur.note(side, slot, Kind::Unresolved);
                 }
                 for side in Color::ALL {
                     let chunk = self.job.chunk_of(side, start as usize);
@@ -265,61 +394,137 @@ impl<'a> Levels<'a> {
                 });
                 Ok(max_pending)
             })
-            .try_reduce(|| 0, |a, b| Ok(a.max(b)))?;
-        Ok(max_pending)
+            .try_reduce(|| 0, |a, b| Ok(a.max(b)))
     }
 
     /// Odd level: predecessors of positions lost in `n - 1`, and captures winning in `n`, are won
     /// in `n`.
-    fn win_level(&self, n: u16) -> u64 {
-        let lost = self.states.resolved(n - 1);
-        let won = self.states.resolved(n);
-        let cap_win = self.states.wins(n);
+    fn win_level(&mut self, n: u16) -> std::io::Result<u64> {
+        let parity = (n as usize - 1) % 2;
+        self.last_win.store(n, Relaxed);
+        let changed = self.over_groups(
+            n,
+            |s, c| s.fresh[parity][c].load(Relaxed) || s.pending[c].load(Relaxed) == n,
+            |s, cur| s.win_group(cur, n),
+        )?;
+        self.resolved.fetch_add(changed, Relaxed);
+        Ok(changed)
+    }
+
+    /// [`Levels::win_level`] on the group in memory.
+    fn win_group(&self, cur: &Loaded, n: u16) -> u64 {
+        let codes = cur.states;
+        let lost = codes.resolved(n - 1);
+        let won = codes.resolved(n);
+        let cap_win = codes.wins(n);
         let fresh = &self.fresh[(n as usize - 1) % 2];
-        let changed = self.scan(
+        let chunks = self.chunks_in(cur.start..cur.end);
+        self.scan(
+            cur,
+            chunks,
             n,
             |b| fresh[b].swap(false, Relaxed) | (self.pending[b].load(Relaxed) == n),
             |c| c == lost || c == cap_win,
             |side, slot, code, pos| {
                 if code == cap_win {
                     // Lost races with a predecessor write are harmless: both write `won`.
-                    self.states.at(side, slot as usize).store(won, Relaxed);
+                    cur.at(side, slot as usize).store(won, Relaxed);
+                    cur.note(side, slot as usize, Kind::WonOrIllegal);
                     self.note_resolved(side, slot as usize, n);
                     return 1;
                 }
                 let them = side.opponent();
                 let mut changed = 0;
-                for &p in pos.predecessors(|p| prefetch(self.states.at(them, p))) {
-                    let a = self.states.at(them, p);
-                    if self.states.is_unresolved(a.load(Relaxed)) && a.swap(won, Relaxed) != won {
+                let touch = |p| {
+                    if cur.holds(p) {
+                        prefetch(cur.at(them, p))
+                    }
+                };
+                for &p in pos.predecessors(touch) {
+                    let resolves = if cur.holds(p) {
+                        let a = cur.at(them, p);
+                        let now =
+                            codes.is_unresolved(a.load(Relaxed)) && a.swap(won, Relaxed) != won;
+                        if now {
+                            cur.note(them, p, Kind::WonOrIllegal);
+                        }
+                        now
+                    } else if cur.claim_elsewhere(them, p, Kind::WonOrIllegal) {
+                        self.waiting[self.job.chunk_of(them, p)].store(true, Relaxed);
+                        true
+                    } else {
+                        false
+                    };
+                    if resolves {
                         self.note_resolved(them, p, n);
                         changed += 1;
                     }
                 }
                 changed
             },
-        );
-        self.resolved.fetch_add(changed, Relaxed);
-        changed
+        )
     }
 
     /// Even level: mark candidates (unresolved predecessors of positions won in `n - 1` whose
     /// captures all lose by `n`), then resolve each candidate, and each position whose captures
-    /// fall due at `n`, as lost in `n` if every move leads to an opponent win.
-    fn loss_level(&self, n: u16) -> u64 {
-        let won = self.states.resolved(n - 1);
+    /// fall due at `n`, as lost in `n` if every move leads to an opponent win. With several
+    /// groups these are two passes over them: a candidate may be marked from any group.
+    fn loss_level(&mut self, n: u16) -> std::io::Result<u64> {
+        let parity = (n as usize - 1) % 2;
+        if self.groups.count() == 1 {
+            return self.over_groups(
+                n,
+                |_, _| true,
+                |s, cur| {
+                    s.mark_candidates(cur, n);
+                    s.resolve_candidates(cur, n)
+                },
+            );
+        }
+        self.over_groups(
+            n,
+            |s, c| s.fresh[parity][c].load(Relaxed),
+            |s, cur| {
+                s.mark_candidates(cur, n);
+                0
+            },
+        )?;
+        self.over_groups(
+            n,
+            |s, c| s.marked[c].load(Relaxed) || s.pending[c].load(Relaxed) == n,
+            |s, cur| s.resolve_candidates(cur, n),
+        )
+    }
+
+    /// The first half of [`Levels::loss_level`] on the group in memory: marks the candidates.
+    fn mark_candidates(&self, cur: &Loaded, n: u16) {
+        let codes = cur.states;
+        let won = codes.resolved(n - 1);
         let fresh = &self.fresh[(n as usize - 1) % 2];
         self.scan(
+            cur,
+            self.chunks_in(cur.start..cur.end),
             n - 1,
             |b| fresh[b].swap(false, Relaxed),
             |c| c == won,
             |side, _slot, _code, pos| {
                 let them = side.opponent();
-                for &p in pos.predecessors(|p| prefetch(self.states.at(them, p))) {
-                    let a = self.states.at(them, p);
+                let touch = |p| {
+                    if cur.holds(p) {
+                        prefetch(cur.at(them, p))
+                    }
+                };
+                for &p in pos.predecessors(touch) {
+                    if !cur.holds(p) {
+                        if cur.claim_elsewhere(them, p, Kind::Marked) {
+                            self.waiting[self.job.chunk_of(them, p)].store(true, Relaxed);
+                        }
+                        continue;
+                    }
+                    let a = cur.at(them, p);
                     // A position whose capture wins or draws is never lost; one whose capture
                     // loses later than `n` is tested when it falls due.
-                    if self.states.may_lose_at(a.load(Relaxed), n) {
+                    if codes.may_lose_at(a.load(Relaxed), n) {
                         a.store(CANDIDATE, Relaxed);
                         self.marked[self.job.chunk_of(them, p)].store(true, Relaxed);
                     }
@@ -327,16 +532,25 @@ impl<'a> Levels<'a> {
                 0
             },
         );
-        let due = self.states.loses(n);
-        let lost = self.states.resolved(n);
+    }
+
+    /// The second half of [`Levels::loss_level`] on the group in memory: resolves the
+    /// candidates and the positions falling due.
+    fn resolve_candidates(&self, cur: &Loaded, n: u16) -> u64 {
+        let codes = cur.states;
+        let due = codes.loses(n);
+        let lost = codes.resolved(n);
         let changed = self.scan(
+            cur,
+            self.chunks_in(cur.start..cur.end),
             n,
             |b| self.marked[b].swap(false, Relaxed) | (self.pending[b].load(Relaxed) == n),
             |c| c == CANDIDATE || c == due,
             |side, slot, _code, pos| {
-                let own = self.states.at(side, slot as usize);
-                if self.all_moves_lose(side, pos) {
+                let own = cur.at(side, slot as usize);
+                if self.all_moves_lose(cur, side, pos) {
                     own.store(lost, Relaxed);
+                    cur.note(side, slot as usize, Kind::Lost);
                     self.note_resolved(side, slot as usize, n);
                     1
                 } else {
@@ -352,14 +566,18 @@ impl<'a> Levels<'a> {
     /// Whether every legal move of the loaded position that stays in the job leads to a
     /// resolved win for the opponent (the others are folded into its state). Moves into illegal
     /// slots are illegal moves and do not count.
-    fn all_moves_lose(&self, side: Color, pos: &mut SlotPosition) -> bool {
+    fn all_moves_lose(&self, cur: &Loaded, side: Color, pos: &mut SlotPosition) -> bool {
         let them = side.opponent();
         // Slots are computed one by one: most candidates fail at one of their first moves.
         let mut list = MoveList::new();
         pos.board.pseudo_moves(&mut list);
         list.iter().filter_map(|&m| pos.stays(m)).all(|q| {
-            let c = self.states.at(them, q).load(Relaxed);
-            c == ILLEGAL || self.states.is_won(c)
+            if cur.holds(q) {
+                let c = cur.at(them, q).load(Relaxed);
+                c == ILLEGAL || cur.states.is_won(c)
+            } else {
+                cur.kind(them, q) == Kind::WonOrIllegal
+            }
         })
     }
 }

@@ -32,8 +32,8 @@ use rayon::prelude::*;
 use thiserror::Error;
 use xiangqi::{Board, Color};
 use xqtb_core::{
-    Orientation, Probe, ProbeError, RuleSet, SlotRange, Table, TableCounts, TableId, TableIndex,
-    Value,
+    BlockSource, Orientation, Probe, ProbeError, RuleSet, SlotRange, Table, TableCounts, TableId,
+    TableIndex, Value,
 };
 
 /// How many entries a sample check takes: a share of the table's legal entries, but at least a
@@ -122,51 +122,6 @@ fn entry_of(size: u64, e: u64) -> (Color, u64) {
 
 fn number_of(size: u64, (side, slot): (Color, u64)) -> u64 {
     side.index() as u64 * size + slot
-}
-
-/// A table whose codes are read a block at a time, such as an upload still compressed: the
-/// sample check then holds only the blocks it is decoding and the codes its sample needs, not
-/// the decoded table (two bytes per entry).
-pub trait BlockSource: Sync {
-    /// The table's index.
-    fn index(&self) -> &TableIndex;
-    /// The table's rule set.
-    fn rules(&self) -> RuleSet;
-    /// The slots the source holds: all of the index unless it is a part of a table.
-    fn slots(&self) -> SlotRange {
-        SlotRange {
-            start: 0,
-            end: self.index().size(),
-        }
-    }
-    /// Slots per block: block `b` of a side holds the source's slots `b * block_slots ..`
-    /// (counted from [`BlockSource::slots`]' start), the last block what is left.
-    fn block_slots(&self) -> u64;
-    /// The codes of `side`'s block `block`. Illegal slots may hold anything: legality is taken
-    /// from the index, as the decoder restores it.
-    fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String>;
-}
-
-/// A decoded table is its own block source (blocks of 2^16 slots).
-impl BlockSource for Table {
-    fn index(&self) -> &TableIndex {
-        Table::index(self)
-    }
-    fn rules(&self) -> RuleSet {
-        Table::rules(self)
-    }
-    fn slots(&self) -> SlotRange {
-        Table::slots(self)
-    }
-    fn block_slots(&self) -> u64 {
-        1 << 16
-    }
-    fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String> {
-        let codes = self.codes(side);
-        let start = (block << 16) as usize;
-        let end = (start + (1 << 16)).min(codes.len());
-        Ok(codes.slice(start.min(end)..end).into_owned())
-    }
 }
 
 /// Legal entries of `table` (both sides to move): those whose code is not the illegal code.
@@ -260,7 +215,7 @@ pub fn check_entries(
     check_with(table, deps, &job)
 }
 
-fn check_with<C: Codes + ?Sized>(
+fn check_with<C: Codes + Sync + ?Sized>(
     table: &C,
     deps: &dyn Probe,
     entries: &[(Color, u64)],

@@ -7,12 +7,15 @@
 //! before, and is an *exit* valued exactly like a capture; un-moves from outside the job are
 //! skipped, since the job that owns them reads this one's values as its exits.
 
+use crate::block_reader::Legal;
 use crate::error::SolveError;
+use crate::level_groups::StateStore;
 use crate::position::Job;
 use crate::progress::Progress;
 use crate::retrograde::retrograde;
 use crate::slices::{SliceDeps, assemble};
 use std::sync::Arc;
+use xiangqi::Color;
 use xqtb_core::{Codes, Probe, RuleSet, SlotRange, Table, TableId, TableIndex};
 
 /// Solves table `id`, reading the tables its captures lead into (under the same rule set) from
@@ -48,6 +51,87 @@ pub fn solve_range(
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Table, SolveError> {
+    solve_range_in(id, slots, StateStore::Memory, deps, progress)
+}
+
+/// [`solve_range`] with the retrograde phase's states held as `store` says: in memory, or in
+/// groups of slots of which one is in memory at a time and the others in a [`crate::Scratch`]
+/// (local disk). The table is the same bit for bit either way.
+pub fn solve_range_in(
+    id: TableId,
+    slots: SlotRange,
+    store: StateStore,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Table, SolveError> {
+    let signature = id.signature;
+    let index = check_job(id, slots, deps)?;
+    if id.rules.solves_slices_apart(&index) && index.slices_in(slots) > 1 {
+        return solve_in_slot_order(id, index, slots, store, deps, progress);
+    }
+    let job = Job::new(&index, id.rules, slots);
+    // Plain retrograde analysis first: under every rule set, what it resolves ends in mate (a
+    // capture into a rule-decided position of another table counts as a draw here).
+    let states = retrograde(&job, deps, store, progress)?;
+    // The one place the solver depends on the rule set: what is left unresolved. It is a draw
+    // under cycles-are-draws, and under the Asian rules where they can decide nothing here; the
+    // level states then become the finished table directly, a byte per entry.
+    let work = match id.rules {
+        RuleSet::CyclesAreDraws => None,
+        RuleSet::Asian => Some(crate::asian::RuleWork::of(&job, deps)).filter(|w| !w.is_none()),
+    };
+    let scratch_error = |e: std::io::Error| SolveError::Scratch(signature, e.to_string());
+    let values = match work {
+        None => states.into_values().map_err(scratch_error)?,
+        Some(work) => {
+            let codes = states.into_codes().map_err(scratch_error)?;
+            crate::asian::decide(job, work, codes, deps, progress)?.map(Codes::from)
+        }
+    };
+    Ok(Table::part(index, id.rules, slots, values))
+}
+
+/// [`solve_range_in`], handing the table to `on_part` in parts in slot order instead of whole:
+/// under `cycles-are-draws` with the states in groups, a part per group, so that the finished
+/// table is never whole in memory either (the caller encodes each part and joins them);
+/// otherwise the whole as one part. Returns which entries are legal, for verifying the table a
+/// block at a time ([`crate::verify_blocks`]).
+pub fn solve_range_in_parts(
+    id: TableId,
+    slots: SlotRange,
+    store: StateStore,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+    on_part: &mut dyn FnMut(Table),
+) -> Result<Legal, SolveError> {
+    let index = check_job(id, slots, deps)?;
+    let mut legal = Legal::none(slots);
+    let mut take = |part: Table| {
+        legal.add_part(part.slots(), Color::ALL.map(|side| part.codes(side)));
+        on_part(part);
+    };
+    let grouped = matches!(store, StateStore::Groups { .. });
+    if id.rules != RuleSet::CyclesAreDraws || !grouped {
+        take(solve_range_in(id, slots, store, deps, progress)?);
+        return Ok(legal);
+    }
+    let job = Job::new(&index, id.rules, slots);
+    let states = retrograde(&job, deps, store, progress)?;
+    states
+        .into_value_parts(&mut |range, values| {
+            let part = SlotRange {
+                start: slots.start + range.start as u64,
+                end: slots.start + range.end as u64,
+            };
+            take(Table::part(index.clone(), id.rules, part, values));
+        })
+        .map_err(|e| SolveError::Scratch(id.signature, e.to_string()))?;
+    Ok(legal)
+}
+
+/// Checks that a job of `slots` of table `id` can be solved over `deps`, and gives the
+/// table's index.
+fn check_job(id: TableId, slots: SlotRange, deps: &dyn Probe) -> Result<TableIndex, SolveError> {
     let signature = id.signature;
     for missing in id.dependencies() {
         if !deps.has_table(&missing) {
@@ -62,27 +146,7 @@ pub fn solve_range(
     }
     let index = TableIndex::new(signature);
     check_slices(id, &index, slots, deps)?;
-    if id.rules.solves_slices_apart(&index) && index.slices_in(slots) > 1 {
-        return solve_in_slot_order(id, index, slots, deps, progress);
-    }
-    let job = Job::new(&index, id.rules, slots);
-    // Plain retrograde analysis first: under every rule set, what it resolves ends in mate (a
-    // capture into a rule-decided position of another table counts as a draw here).
-    let states = retrograde(&job, deps, progress)?;
-    // The one place the solver depends on the rule set: what is left unresolved. It is a draw
-    // under cycles-are-draws, and under the Asian rules where they can decide nothing here; the
-    // level states then become the finished table directly, a byte per entry.
-    let work = match id.rules {
-        RuleSet::CyclesAreDraws => None,
-        RuleSet::Asian => Some(crate::asian::RuleWork::of(&job, deps)).filter(|w| !w.is_none()),
-    };
-    let values = match work {
-        None => states.into_values(),
-        Some(work) => {
-            crate::asian::decide(job, work, states.into_codes(), deps, progress)?.map(Codes::from)
-        }
-    };
-    Ok(Table::part(index, id.rules, slots, values))
+    Ok(index)
 }
 
 /// Checks that `slots` is a union of whole slices of `index` and that `deps` holds every slice
@@ -133,13 +197,15 @@ fn solve_in_slot_order(
     id: TableId,
     index: TableIndex,
     slots: SlotRange,
+    store: StateStore,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Table, SolveError> {
     let mut done = SliceDeps::new(id, deps);
     for slice in index.slices() {
         if slots.start <= slice.slots.start && slice.slots.end <= slots.end {
-            done.insert(Arc::new(solve_range(id, slice.slots, &done, progress)?));
+            let part = solve_range_in(id, slice.slots, store, &done, progress)?;
+            done.insert(Arc::new(part));
         }
     }
     Ok(assemble(id, index, slots, done))

@@ -16,15 +16,16 @@
 //! the slices a part's advances lead into must be available there, verified before.
 
 use crate::CHUNK_SLOTS;
-use crate::error::VerifyError;
+use crate::block_reader::{Legal, SharedBlocks};
+use crate::error::{JobError, VerifyError};
 use crate::position::{LEAVES, SlotPosition};
 use crate::progress::Progress;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use xiangqi::{Board, Color};
 use xqtb_core::{
-    MoveReading, Probe, ProbeError, RuleSet, SlotRange, Table, TableCounts, TableId, TableIndex,
-    Value,
+    BlockSource, MoveReading, Probe, ProbeError, RuleSet, SlotRange, Table, TableCounts, TableId,
+    TableIndex, Value,
 };
 
 /// Verifies every slot of `table` (a whole table or a part) against its successors, the
@@ -132,18 +133,74 @@ pub(crate) fn verify_values(
     // for the rule checks ([`crate::verify_rules`]).
     rules: Option<&crate::verify_rules::Findings>,
 ) -> Result<TableCounts, Box<VerifyError>> {
-    let may_trap = rules.is_some() && table.index().signature().material().may_force_offence();
-    let size = table.slots().len();
+    local_pass(
+        table.index(),
+        table.slots(),
+        || table,
+        deps,
+        progress,
+        rules,
+    )
+}
+
+/// Verifies every entry of a table under `cycles-are-draws` as [`verify`] does, reading the
+/// table's own codes a block at a time from `source` (such as the table just encoded) through a
+/// cache of bounded size shared by the threads, instead of decoded whole, so memory stays small
+/// whatever the table's size. `legal` says which entries are legal (a stored block's illegal
+/// slots hold a filler): from the solve ([`crate::solve_range_in_parts`]) or computed
+/// ([`Legal::of`]); every entry's legality is checked against its position all the same.
+/// Returns the table's counts.
+pub fn verify_blocks<S: BlockSource + ?Sized>(
+    source: &S,
+    legal: &Legal,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<TableCounts, JobError> {
+    let signature = source.index().signature();
+    if source.rules() != RuleSet::CyclesAreDraws {
+        return Err(JobError::Blocks(
+            signature,
+            "only cycles-are-draws tables are verified a block at a time".into(),
+        ));
+    }
+    assert_eq!(
+        legal.slots(),
+        source.slots(),
+        "the legal entries of another table"
+    );
+    let entries = 2 * source.slots().len();
+    let cache_bytes = xqtb_core::verify_cache_bytes(entries);
+    let shared = SharedBlocks::new(source, legal, cache_bytes);
+    let reader = || shared.reader();
+    let counts = local_pass(source.index(), source.slots(), reader, deps, progress, None);
+    if let Some(e) = shared.failed.into_inner().expect("block read failures") {
+        return Err(JobError::Blocks(signature, e));
+    }
+    Ok(counts?)
+}
+
+/// The local pass over the table of `index` holding `slots`, each thread reading its codes
+/// through a reader `codes` makes.
+fn local_pass<C: Codes>(
+    index: &TableIndex,
+    slots: SlotRange,
+    codes: impl Fn() -> C + Sync,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+    rules: Option<&crate::verify_rules::Findings>,
+) -> Result<TableCounts, Box<VerifyError>> {
+    let may_trap = rules.is_some() && index.signature().material().may_force_offence();
+    let size = slots.len();
     let chunks = size.div_ceil(CHUNK_SLOTS);
     let done = AtomicU64::new(0);
+    let pieces = index.piece_list();
     (0..chunks)
         .into_par_iter()
-        .map(|c| {
+        .map_init(&codes, |table, c| {
             let start = c * CHUNK_SLOTS;
             let end = (start + CHUNK_SLOTS).min(size);
             let mut counts = TableCounts::default();
-            let pieces = table.index().piece_list();
-            let mut pos = SlotPosition::new(table.index(), &pieces, table.slots());
+            let mut pos = SlotPosition::new(index, &pieces, slots);
             let mut local = Local {
                 counts: &mut counts,
                 found: rules,
@@ -155,7 +212,7 @@ pub(crate) fn verify_values(
                 let possible = pos.load(slot, Color::Red);
                 for side in Color::ALL {
                     pos.board.set_side_to_move(side);
-                    verify_slot(table, deps, side, slot, possible, &mut pos, &mut local)?;
+                    verify_slot(&*table, deps, side, slot, possible, &mut pos, &mut local)?;
                 }
             }
             if let Some(found) = rules
@@ -176,7 +233,7 @@ pub(crate) fn verify_values(
 /// Where the checks of one entry read the table's own codes: the whole decoded table for the
 /// verifier, only the entries a sample needs for the sample check of a table still compressed
 /// ([`crate::sample`]).
-pub(crate) trait Codes: Sync {
+pub(crate) trait Codes {
     /// The table's index.
     fn index(&self) -> &TableIndex;
     /// The table's rule set.
@@ -188,6 +245,26 @@ pub(crate) trait Codes: Sync {
     fn code(&self, side: Color, slot: u64) -> u16;
     /// Hints that [`Codes::code`] of this entry comes soon.
     fn prefetch(&self, _side: Color, _slot: u64) {}
+}
+
+impl<T: Codes + ?Sized> Codes for &T {
+    fn index(&self) -> &TableIndex {
+        T::index(self)
+    }
+    fn rules(&self) -> RuleSet {
+        T::rules(self)
+    }
+    fn slots(&self) -> SlotRange {
+        T::slots(self)
+    }
+    #[inline]
+    fn code(&self, side: Color, slot: u64) -> u16 {
+        T::code(self, side, slot)
+    }
+    #[inline]
+    fn prefetch(&self, side: Color, slot: u64) {
+        T::prefetch(self, side, slot)
+    }
 }
 
 impl Codes for Table {

@@ -326,9 +326,8 @@ fn a_part_is_verified_against_the_slices_before_it() {
 /// a few wrong values is caught.
 #[test]
 fn the_sample_check_reads_a_slice_and_the_slices_it_leads_into() {
-    use solver::sample::{
-        BlockSource, SampleError, SamplePolicy, check_sample, check_sample_blocks,
-    };
+    use solver::sample::{SampleError, SamplePolicy, check_sample, check_sample_blocks};
+    use xqtb_core::BlockSource;
     let rules = RuleSet::Asian;
     let s = sig("KPPvK");
     let id = TableId::new(rules, s);
@@ -440,7 +439,14 @@ fn a_job_of_several_slices_is_the_part_of_the_whole_table() {
         assert_eq!(index.slices_in(next), 4);
         let mut done = SliceDeps::new(id, &deps);
         for slots in [first, next] {
-            let (part, _) = solver::solve_and_verify_range(id, slots, &done, &|_| {}).unwrap();
+            let (part, _) = solver::solve_and_verify_range(
+                id,
+                slots,
+                solver::StateStore::Memory,
+                &done,
+                &|_| {},
+            )
+            .unwrap();
             if let Some((side, slot, w, p)) = first_difference(&part_of(&whole, slots), &part) {
                 panic!("{rules} {slots}: {side} slot {slot}: whole {w:#x}, job {p:#x}");
             }

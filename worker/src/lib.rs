@@ -10,12 +10,16 @@
 #![warn(missing_docs)]
 
 mod fault;
+mod grouped;
 mod resources;
+mod scratch;
 
 pub use fault::{FaultArgs, Faults};
+pub use grouped::solve_in_groups;
 pub use resources::{
     available_memory_bytes, cpu_seconds, peak_rss_bytes, reset_peak_rss, rss_bytes,
 };
+pub use scratch::DirScratch;
 
 use anyhow::{Context, Result, anyhow};
 use proto::v1::jobs_client::JobsClient;
@@ -64,6 +68,9 @@ pub struct WorkerConfig {
     /// it a job decodes them whole when its estimate with them fits in `memory_bytes` (or no
     /// memory is said), and reads them through a cache of [`DEPENDENCY_CACHE_BYTES`] otherwise.
     pub dependency_cache: Option<u64>,
+    /// Bytes of the one group of a job's states held in memory when the job keeps them on
+    /// local disk ([`JobCost::keeps_states_on_disk`]; two bytes a slot).
+    pub group_bytes: u64,
     /// Measure each job's peak resident memory (the process's peak, reset when the job starts):
     /// only right when this worker has its process to itself, as `xqtb worker` has.
     pub measure_job_memory: bool,
@@ -378,6 +385,12 @@ async fn run_job(
             }
         }
         let cache_bytes = dependency_cache_bytes(config, &key);
+        // A job whose states do not fit in this worker's memory keeps them on local disk, in a
+        // directory beside its cache store that goes with the job.
+        let states_dir = JobCost::of(&key)
+            .keeps_states_on_disk(memory_for_job(config))
+            .then(|| config.cache.with_extension("states"));
+        let (on_disk, group_bytes) = (states_dir.is_some(), config.group_bytes);
         let mut tables = MemoryTables::new();
         if cache_bytes.is_none() {
             storage_format::load_into_memory(&**cache, &deps, &mut tables, |_, _| {})
@@ -420,10 +433,26 @@ async fn run_job(
                     Some(c) => c,
                     None => &tables,
                 };
+                if let Some(dir) = &states_dir {
+                    let scratch = DirScratch::create(dir)?;
+                    let states = solver::StateStore::Groups {
+                        group_slots: (group_bytes / 2).max(1),
+                        scratch: &scratch,
+                    };
+                    let (encoded, _) =
+                        solve_in_groups(key.table, key.slots, states, deps, &report)?;
+                    return Ok::<_, anyhow::Error>(encoded);
+                }
                 let (table, _) = if key.is_whole_table() {
                     solver::solve_and_verify(key.table, deps, &report)?
                 } else {
-                    solver::solve_and_verify_range(key.table, key.slots, deps, &report)?
+                    solver::solve_and_verify_range(
+                        key.table,
+                        key.slots,
+                        solver::StateStore::Memory,
+                        deps,
+                        &report,
+                    )?
                 };
                 #[cfg(feature = "fault-injection")]
                 let table = faults.corrupt(&key, table);
@@ -457,7 +486,7 @@ async fn run_job(
             cache.put_part(&solved).map_err(job_err)?;
         }
         let outcome = upload(client, &job.lease_id, &key, &bytes, worker_id).await;
-        usage.report(worker_id, &key, cache_bytes.is_none());
+        usage.report(worker_id, &key, cache_bytes.is_none(), on_disk);
         drop(bytes);
         // The job's tables were freed; glibc would keep much of it for the next job.
         resources::release_freed_memory();
@@ -474,6 +503,13 @@ fn dependency_cache_bytes(config: &WorkerConfig, key: &JobKey) -> Option<u64> {
     if config.dependency_cache.is_some() {
         return config.dependency_cache;
     }
+    let memory = memory_for_job(config);
+    let whole = config.memory_bytes == 0 || JobCost::of(key).reads_dependencies_whole(memory);
+    (!whole).then_some(DEPENDENCY_CACHE_BYTES)
+}
+
+/// The memory this worker has for its next job ([`xqtb_core::memory_for_jobs`]; 0: not said).
+fn memory_for_job(config: &WorkerConfig) -> u64 {
     // What the worker holds between jobs, as its lease request told the coordinator (only a
     // worker with its process to itself knows it).
     let resident = if config.measure_job_memory {
@@ -481,9 +517,7 @@ fn dependency_cache_bytes(config: &WorkerConfig, key: &JobKey) -> Option<u64> {
     } else {
         0
     };
-    let memory = xqtb_core::memory_for_jobs(config.memory_bytes, resident);
-    let whole = config.memory_bytes == 0 || JobCost::of(key).reads_dependencies_whole(memory);
-    (!whole).then_some(DEPENDENCY_CACHE_BYTES)
+    xqtb_core::memory_for_jobs(config.memory_bytes, resident)
 }
 
 /// A job's dependencies when its dependency tables are read through a block cache: the slices
@@ -551,14 +585,15 @@ impl JobUsage {
 
     /// Logs the job's wall and CPU seconds and peak memory next to their estimates, and sets the
     /// gauges that operators compare with `xqtb plan`.
-    /// `whole`: the job decoded its dependency tables whole (else it read them through a cache).
-    fn report(&self, worker_id: &str, key: &JobKey, whole: bool) {
+    /// `whole`: the job decoded its dependency tables whole (else it read them through a cache);
+    /// `on_disk`: it kept its states on local disk.
+    fn report(&self, worker_id: &str, key: &JobKey, whole: bool, on_disk: bool) {
         let estimate = xqtb_core::JobCost::of(key);
         let beside = estimate.solve_bytes_beside(self.rss_at_start.unwrap_or(0));
-        let estimated_memory = if whole {
-            beside - estimate.solve_bytes + estimate.in_memory_bytes()
-        } else {
-            beside
+        let estimated_memory = match (on_disk, estimate.states_on_disk_bytes) {
+            (true, Some(d)) => beside - estimate.solve_bytes + d,
+            _ if whole => beside - estimate.solve_bytes + estimate.in_memory_bytes(),
+            _ => beside,
         };
         let wall = self.started.elapsed().as_secs_f64();
         let cpu = cpu_seconds()
@@ -583,6 +618,7 @@ impl JobUsage {
             // job read its dependencies.
             estimated_memory_bytes = estimated_memory,
             dependencies_whole = whole,
+            states_on_disk = on_disk,
             memory_at_start_bytes = self.rss_at_start,
             "job done"
         );

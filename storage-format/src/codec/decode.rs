@@ -9,7 +9,10 @@ use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use xiangqi::Color;
-use xqtb_core::{CodeSet, Codes, Narrowing, SideCounts, Table, TableCounts, TableIndex, Value};
+use xqtb_core::{
+    BlockSource, CodeSet, Codes, Narrowing, RuleSet, SideCounts, SlotRange, Table, TableCounts,
+    TableIndex, Value,
+};
 
 /// A block decompressor for one table: the prepared dictionary, if any.
 pub struct BlockDecoder {
@@ -368,4 +371,43 @@ fn fill_side<T: Copy + Default + Send>(
             Ok(())
         })?;
     Ok(out)
+}
+
+/// An encoded table read a block at a time ([`BlockSource`]), each block decoded when asked
+/// for: what the checks that must not decode a large table whole read (the coordinator's sample
+/// check of an upload, the verification of a table solved in groups).
+pub struct EncodedBlocks<'a> {
+    table: &'a EncodedTable,
+    index: TableIndex,
+    decoder: BlockDecoder,
+}
+
+impl<'a> EncodedBlocks<'a> {
+    /// Reads `table` a block at a time; fails when its header names no index this build has.
+    pub fn new(table: &'a EncodedTable) -> Result<EncodedBlocks<'a>, CodecError> {
+        Ok(EncodedBlocks {
+            table,
+            index: table.header.index()?,
+            decoder: BlockDecoder::new(table.dictionary.as_deref()),
+        })
+    }
+}
+
+impl BlockSource for EncodedBlocks<'_> {
+    fn index(&self) -> &TableIndex {
+        &self.index
+    }
+    fn rules(&self) -> RuleSet {
+        self.table.header.rules
+    }
+    fn slots(&self) -> SlotRange {
+        self.table.header.slots
+    }
+    fn block_slots(&self) -> u64 {
+        self.table.header.block_values as u64
+    }
+    fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String> {
+        let block = u32::try_from(block).map_err(|_| format!("no block {block}"))?;
+        decode_block(self.table, &self.decoder, side, block).map_err(|e| e.to_string())
+    }
 }

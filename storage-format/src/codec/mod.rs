@@ -71,7 +71,8 @@ mod layout;
 
 pub use assemble::{PartAssembler, assemble_parts};
 pub use decode::{
-    BlockDecoder, check_table, check_values, decode_block, decode_stored_block, decode_table,
+    BlockDecoder, EncodedBlocks, check_table, check_values, decode_block, decode_stored_block,
+    decode_table,
 };
 pub use encode::{
     CodecParams, DEFAULT_BLOCK_VALUES, DEFAULT_LEVEL, LayoutChoice, encode_table, encode_table_with,

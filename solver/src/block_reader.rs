@@ -1,0 +1,279 @@
+//! A table's codes read a block at a time from a [`BlockSource`], for the verifier: the blocks
+//! read are kept in a cache of bounded size shared by the threads, so that a table of any size
+//! is verified in little memory.
+//!
+//! The verifier reads slots in order, and the successors of a slot lie in its own home
+//! configuration (whose slots span some 45 blocks of 16,384) or in the few configurations its
+//! home pieces' moves reach, each near the same offset: a thread reads a few hundred blocks
+//! again and again while it passes through one configuration. Each thread keeps the blocks it
+//! read last in a small direct-mapped front (a lookup without locks), the shared cache behind it
+//! holds the threads' working sets, and a block missing from both is decoded again.
+//!
+//! A stored block's illegal slots hold a filler, not the illegal code, so each block read gets
+//! its illegal slots back from [`Legal`], a bit per entry. The verifier checks every entry's own
+//! legality against its position, so a wrong bit cannot pass unnoticed.
+
+use crate::CHUNK_SLOTS;
+use crate::verify::Codes;
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
+use xiangqi::Color;
+use xqtb_core::{BlockSource, Codes as TableCodes, RuleSet, SlotRange, TableIndex, Value};
+
+/// Blocks a thread keeps in front of the shared cache (each side's block of a number has one
+/// place).
+const FRONT_PLACES: usize = 64;
+
+/// Which entries of a table (or a part) are legal, a bit each per side to move, by slot from
+/// the first slot the table holds. Solving a table in parts ([`crate::solve_range_in_parts`])
+/// gives it at no cost; [`Legal::of`] computes it from the index.
+pub struct Legal {
+    slots: SlotRange,
+    bits: [Vec<u64>; 2],
+}
+
+impl Legal {
+    /// The legal entries of the slots `slots` of `index`, computed in parallel.
+    pub fn of(index: &TableIndex, slots: SlotRange) -> Legal {
+        let words_per_chunk = (CHUNK_SLOTS / 64) as usize;
+        let mut legal = Legal::none(slots);
+        let [red, black] = &mut legal.bits;
+        red.par_chunks_mut(words_per_chunk)
+            .zip(black.par_chunks_mut(words_per_chunk))
+            .enumerate()
+            .for_each(|(c, (red, black))| {
+                let first = slots.start + c as u64 * CHUNK_SLOTS;
+                for (w, (red, black)) in red.iter_mut().zip(black.iter_mut()).enumerate() {
+                    let start = first + 64 * w as u64;
+                    for (k, slot) in (start..(start + 64).min(slots.end)).enumerate() {
+                        let [r, b] = index.legal_sides(slot);
+                        *red |= (r as u64) << k;
+                        *black |= (b as u64) << k;
+                    }
+                }
+            });
+        legal
+    }
+
+    /// No entry of `slots` legal, until [`Legal::add_part`] says otherwise.
+    pub(crate) fn none(slots: SlotRange) -> Legal {
+        let words = slots.len().div_ceil(64) as usize;
+        Legal {
+            slots,
+            bits: [vec![0; words], vec![0; words]],
+        }
+    }
+
+    /// Takes the legal entries of a part of the table from its codes: those not illegal. The
+    /// part starts at a multiple of 64 slots from the table's first.
+    pub(crate) fn add_part(&mut self, slots: SlotRange, codes: [&TableCodes; 2]) {
+        let first = slots.start - self.slots.start;
+        assert!(first.is_multiple_of(64), "a part starts on a word");
+        for side in Color::ALL {
+            let bits = &mut self.bits[side.index()][(first / 64) as usize..];
+            let codes = codes[side.index()];
+            for (w, bits) in bits.iter_mut().take(codes.len().div_ceil(64)).enumerate() {
+                let end = (64 * w + 64).min(codes.len());
+                for (k, i) in (64 * w..end).enumerate() {
+                    *bits |= ((codes.get(i) != Value::ILLEGAL_CODE) as u64) << k;
+                }
+            }
+        }
+    }
+
+    /// Whether `side` to move at table slot `first + slot` is legal, `slot` counted from the
+    /// first slot held.
+    #[inline]
+    fn get(&self, side: Color, slot: u64) -> bool {
+        self.bits[side.index()][(slot / 64) as usize] >> (slot % 64) & 1 == 1
+    }
+
+    /// The slots it covers.
+    pub(crate) fn slots(&self) -> SlotRange {
+        self.slots
+    }
+}
+
+/// A block's place in the shared cache.
+type BlockKey = (Color, u64);
+
+/// Weighs a cached block by its bytes.
+#[derive(Clone)]
+struct BlockBytes;
+
+impl Weighter<BlockKey, Arc<[u16]>> for BlockBytes {
+    fn weight(&self, _key: &BlockKey, codes: &Arc<[u16]>) -> u64 {
+        2 * codes.len() as u64 + 64
+    }
+}
+
+/// What the threads reading one table share: the table, its legal entries, the cache, and the
+/// first block that could not be read (its entries read as illegal until the verifier reports
+/// the failure).
+pub(crate) struct SharedBlocks<'a, S: ?Sized> {
+    source: &'a S,
+    legal: &'a Legal,
+    cache: Cache<BlockKey, Arc<[u16]>, BlockBytes>,
+    pub(crate) failed: Mutex<Option<String>>,
+}
+
+impl<'a, S: BlockSource + ?Sized> SharedBlocks<'a, S> {
+    pub(crate) fn new(source: &'a S, legal: &'a Legal, bytes: u64) -> Self {
+        let block_bytes = 2 * source.block_slots().max(1);
+        let items = (bytes / block_bytes).clamp(16, 1 << 20) as usize;
+        SharedBlocks {
+            source,
+            legal,
+            cache: Cache::with_weighter(items, bytes.max(1), BlockBytes),
+            failed: Mutex::new(None),
+        }
+    }
+
+    /// A reader for one thread.
+    pub(crate) fn reader(&self) -> BlockReader<'_, 'a, S> {
+        BlockReader {
+            shared: self,
+            block_slots: self.source.block_slots().max(1),
+            front: RefCell::new(vec![None; FRONT_PLACES]),
+        }
+    }
+
+    /// Block `block` of `side`, its illegal slots restored, or `None` when it cannot be read.
+    fn load(&self, side: Color, block: u64) -> Option<Arc<[u16]>> {
+        self.cache
+            .get_or_insert_with(&(side, block), || {
+                let mut codes = self.source.block(side, block)?;
+                let first = block * self.source.block_slots().max(1);
+                for (k, c) in codes.iter_mut().enumerate() {
+                    if !self.legal.get(side, first + k as u64) {
+                        *c = Value::ILLEGAL_CODE;
+                    }
+                }
+                Ok::<_, String>(Arc::from(codes))
+            })
+            .map_err(|e| {
+                let mut failed = self.failed.lock().expect("block read failures");
+                failed.get_or_insert(format!("block {block} of {side}: {e}"));
+            })
+            .ok()
+    }
+}
+
+/// A place of a reader's front: the side and number of the block it holds, and its codes.
+type Place = Option<(Color, u64, Arc<[u16]>)>;
+
+/// One thread's reader of a shared table (see the module documentation).
+pub(crate) struct BlockReader<'s, 'a, S: ?Sized> {
+    shared: &'s SharedBlocks<'a, S>,
+    block_slots: u64,
+    front: RefCell<Vec<Place>>,
+}
+
+impl<S: BlockSource + ?Sized> Codes for BlockReader<'_, '_, S> {
+    fn index(&self) -> &TableIndex {
+        self.shared.source.index()
+    }
+    fn rules(&self) -> RuleSet {
+        self.shared.source.rules()
+    }
+    fn slots(&self) -> SlotRange {
+        self.shared.source.slots()
+    }
+    #[inline]
+    fn code(&self, side: Color, slot: u64) -> u16 {
+        let block = slot / self.block_slots;
+        let offset = (slot - block * self.block_slots) as usize;
+        let mut front = self.front.borrow_mut();
+        let place = &mut front[(2 * block as usize + side.index()) % FRONT_PLACES];
+        match place {
+            Some((s, b, codes)) if *s == side && *b == block => codes[offset],
+            _ => match self.shared.load(side, block) {
+                Some(codes) => {
+                    let code = codes[offset];
+                    *place = Some((side, block, codes));
+                    code
+                }
+                None => Value::ILLEGAL_CODE,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{JobError, Legal, verify, verify_blocks};
+    use xiangqi::Color;
+    use xqtb_core::{BlockSource, RuleSet, Signature, Table, TableId, TableIndex, Value};
+
+    /// A table read in blocks of `n` slots: small blocks, more of them than a reader keeps,
+    /// whose illegal slots hold the code before them, as stored blocks do.
+    struct Blocks<'a>(&'a Table, u64);
+
+    impl BlockSource for Blocks<'_> {
+        fn index(&self) -> &TableIndex {
+            self.0.index()
+        }
+        fn rules(&self) -> RuleSet {
+            self.0.rules()
+        }
+        fn block_slots(&self) -> u64 {
+            self.1
+        }
+        fn block(&self, side: Color, block: u64) -> Result<Vec<u16>, String> {
+            let codes = self.0.codes(side);
+            let start = (block * self.1) as usize;
+            let end = (start + self.1 as usize).min(codes.len());
+            if block == 7 && self.1 == 99 {
+                return Err("a damaged block".into());
+            }
+            let mut codes = codes.slice(start..end).into_owned();
+            let mut previous = Value::DRAW_CODE;
+            for c in &mut codes {
+                if *c == Value::ILLEGAL_CODE {
+                    *c = previous;
+                }
+                previous = *c;
+            }
+            Ok(codes)
+        }
+    }
+
+    /// Verifying from blocks counts what verifying the decoded table counts, catches a wrong
+    /// value, and reports a block it cannot read; it takes only `cycles-are-draws`.
+    #[test]
+    fn a_table_verified_from_its_blocks_is_verified_as_whole() {
+        let sig: Signature = "KRvKN".parse().unwrap();
+        let rules = RuleSet::CyclesAreDraws;
+        let tables = crate::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
+        let table = tables.get(&TableId::new(rules, sig)).unwrap();
+        assert!(
+            table.index().size() > 600 * 100,
+            "more blocks than a reader keeps"
+        );
+        let whole = verify(table, &tables).unwrap();
+        let legal = Legal::of(table.index(), table.slots());
+        let blocks = verify_blocks(&Blocks(table, 100), &legal, &tables, &|_| {}).unwrap();
+        assert_eq!(whole, blocks);
+
+        let mut red = table.codes(Color::Red).to_vec();
+        let won = red
+            .iter()
+            .position(|&c| matches!(Value::decode(c), Value::Win(_)));
+        red[won.unwrap()] = Value::DRAW_CODE;
+        let black = table.codes(Color::Black).to_vec();
+        let wrong = Table::new(table.index().clone(), rules, [red, black]);
+        let err = verify_blocks(&Blocks(&wrong, 100), &legal, &tables, &|_| {}).unwrap_err();
+        assert!(matches!(err, JobError::Verify(_)), "{err}");
+
+        let err = verify_blocks(&Blocks(table, 99), &legal, &tables, &|_| {}).unwrap_err();
+        assert!(err.to_string().contains("a damaged block"), "{err}");
+
+        let asian = crate::solve_closure_in_memory(&[sig], RuleSet::Asian, |_, _| {}).unwrap();
+        let table = asian.get(&TableId::new(RuleSet::Asian, sig)).unwrap();
+        let err = verify_blocks(&Blocks(table, 100), &legal, &asian, &|_| {}).unwrap_err();
+        assert!(err.to_string().contains("cycles-are-draws"), "{err}");
+    }
+}

@@ -1,0 +1,536 @@
+//! The retrograde phase's states of a job, held whole in memory or in **groups** of slots of
+//! which one is in memory at a time, the others in a [`Scratch`] (local disk), so that a job
+//! larger than its worker's memory can be solved.
+//!
+//! A group is a contiguous range of the job's slots (both sides to move), a whole number of
+//! chunks; its states are a [`LevelStates`] of its own, and all groups slide their windows
+//! together. A level is a pass over the groups that have work, each loaded, scanned as the
+//! whole job is in memory, and stored again. A move that crosses from one group into another
+//! cannot write the other group's byte directly, so two things stand in for it:
+//!
+//! - a **kind** per entry, two bits held in memory for the whole job ([`Kind`]: unresolved, a
+//!   candidate marked from another group, lost, or won or illegal), which every group keeps up
+//!   to date: it answers "is this position still unresolved" and "does this move lead to a
+//!   position won for the opponent (or an illegal one)" for any slot, which is all a level asks
+//!   of another group. A pass that resolves or marks an entry of another group sets its kind
+//!   (and a flag on its chunk);
+//! - when a group is next loaded, before it is scanned, its flagged chunks take those kinds
+//!   into their bytes: a won kind over an unresolved byte is a win of the last win level, a
+//!   marked kind a candidate of this loss level. Every flagged group is loaded in the pass right
+//!   after the one that flagged it, so the level is always known.
+//!
+//! Both are exact: within a level every write is idempotent and independent of the order the
+//! positions are visited in, so the states, and the finished table, are the same bit for bit as
+//! with the whole job in memory (`tests::groups_give_the_tables_memory_gives`). Nothing is
+//! queued, so the memory of a job in groups is its kinds (a quarter byte per entry) and one
+//! group's states, whatever crosses between groups.
+//!
+//! With the whole job in memory there is one group, always loaded, and no kinds.
+
+use crate::CHUNK_SLOTS;
+use crate::level_state::{self, LevelStates};
+use crate::position::Job;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+use xiangqi::Color;
+use xqtb_core::Codes;
+
+/// Groups start at multiples of this many slots: whole chunks, and whole blocks of the stored
+/// table (whatever its block size, up to this), so that each group can be encoded as a part of
+/// the table on its own.
+const GROUP_ALIGN: u64 = 1 << 16;
+const _: () = assert!(GROUP_ALIGN.is_multiple_of(CHUNK_SLOTS));
+
+/// Where a job keeps the states of the groups it does not hold in memory: each group's states
+/// of one side to move, stored and read back whole. Implemented over a directory of local
+/// files by the shells (`storage_format::DirScratch`), and in memory for tests.
+pub trait Scratch: Sync {
+    /// Stores the states of `group` for `side` to move, the bytes of `parts` one after the
+    /// other, replacing any stored before.
+    fn put(&self, group: usize, side: Color, parts: &[&[u8]]) -> std::io::Result<()>;
+    /// Reads back what [`Scratch::put`] stored last for `group` and `side` into `parts`, which
+    /// have the lengths of the parts stored.
+    fn get(&self, group: usize, side: Color, parts: &mut [&mut [u8]]) -> std::io::Result<()>;
+}
+
+/// How a job holds its level states.
+#[derive(Clone, Copy, Default)]
+pub enum StateStore<'a> {
+    /// Every state in memory, a byte per entry.
+    #[default]
+    Memory,
+    /// In groups of about `group_slots` slots (rounded up to a multiple of 65,536), one in
+    /// memory at a time and the others in `scratch`.
+    Groups {
+        /// Slots per group.
+        group_slots: u64,
+        /// Where the groups not in memory are kept.
+        scratch: &'a dyn Scratch,
+    },
+}
+
+/// The kind of an entry, two bits: see the module documentation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u64)]
+pub(crate) enum Kind {
+    Unresolved = 0,
+    /// Unresolved, and marked from another group as a candidate of this loss level.
+    Marked = 1,
+    Lost = 2,
+    /// Won, or illegal: either way a move into it does not save the mover.
+    WonOrIllegal = 3,
+}
+
+/// The kinds of every entry, 32 to a word, per side to move.
+struct Kinds([Vec<AtomicU64>; 2]);
+
+impl Kinds {
+    /// Every entry illegal.
+    fn new(len: usize) -> Kinds {
+        Kinds([0, 1].map(|_| {
+            (0..len.div_ceil(32))
+                .map(|_| AtomicU64::new(u64::MAX))
+                .collect()
+        }))
+    }
+
+    #[inline]
+    fn word(&self, side: Color, slot: usize) -> (&AtomicU64, u32) {
+        (&self.0[side.index()][slot / 32], 2 * (slot % 32) as u32)
+    }
+
+    #[inline]
+    fn get(&self, side: Color, slot: usize) -> Kind {
+        let (w, shift) = self.word(side, slot);
+        match (w.load(Relaxed) >> shift) & 3 {
+            0 => Kind::Unresolved,
+            1 => Kind::Marked,
+            2 => Kind::Lost,
+            _ => Kind::WonOrIllegal,
+        }
+    }
+
+    /// Sets the kind of an entry; only its own bits change.
+    #[inline]
+    fn set(&self, side: Color, slot: usize, kind: Kind) {
+        let (w, shift) = self.word(side, slot);
+        w.fetch_and(!(3 << shift), Relaxed);
+        w.fetch_or((kind as u64) << shift, Relaxed);
+    }
+
+    /// Makes an unresolved entry `kind`; `false` when it was not [`Kind::Unresolved`].
+    #[inline]
+    fn claim(&self, side: Color, slot: usize, kind: Kind) -> bool {
+        let (w, shift) = self.word(side, slot);
+        w.fetch_update(Relaxed, Relaxed, |x| {
+            ((x >> shift) & 3 == 0).then_some(x | (kind as u64) << shift)
+        })
+        .is_ok()
+    }
+}
+
+/// A job's level states, in one group or several (see the module documentation).
+pub(crate) struct LevelGroups<'s> {
+    /// Each group's first job slot, and the job's length last.
+    bounds: Vec<usize>,
+    states: Vec<LevelStates>,
+    /// Where the groups not loaded are kept; `None` with one group.
+    scratch: Option<&'s dyn Scratch>,
+    /// The group in memory.
+    loaded: Option<usize>,
+    /// With several groups: every entry's kind.
+    kinds: Option<Kinds>,
+    /// Per side: the segments of the group stored last, for the next group loaded to fill
+    /// (memory the allocator would otherwise return and fault in again at every load).
+    spare: [Vec<Box<[AtomicU8]>>; 2],
+}
+
+/// The group in memory, as the passes see it: job slots in and out of it.
+pub(crate) struct Loaded<'x> {
+    pub(crate) states: &'x LevelStates,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    groups: &'x LevelGroups<'x>,
+}
+
+impl Loaded<'_> {
+    /// Whether job slot `slot` lies in this group.
+    #[inline(always)]
+    pub(crate) fn holds(&self, slot: usize) -> bool {
+        slot.wrapping_sub(self.start) < self.end - self.start
+    }
+
+    /// The state of `(side, slot)`, a slot of this group.
+    #[inline(always)]
+    pub(crate) fn at(&self, side: Color, slot: usize) -> &std::sync::atomic::AtomicU8 {
+        self.states.at(side, slot - self.start)
+    }
+
+    /// The states of the slots `start..end` of `side` (within one chunk of this group).
+    #[inline]
+    pub(crate) fn run(
+        &self,
+        side: Color,
+        start: usize,
+        end: usize,
+    ) -> &[std::sync::atomic::AtomicU8] {
+        self.states.run(side, start - self.start, end - self.start)
+    }
+
+    /// Records the kind of an entry of this group that a pass resolved (or, in the first pass,
+    /// found legal), for the other groups to read.
+    #[inline]
+    pub(crate) fn note(&self, side: Color, slot: usize, kind: Kind) {
+        if let Some(k) = &self.groups.kinds {
+            k.set(side, slot, kind);
+        }
+    }
+
+    /// The kind of an entry (of any group).
+    #[inline]
+    pub(crate) fn kind(&self, side: Color, slot: usize) -> Kind {
+        self.groups
+            .kinds
+            .as_ref()
+            .expect("several groups")
+            .get(side, slot)
+    }
+
+    /// Claims an unresolved entry of another group as `kind` (won, or marked); `false` if it
+    /// was not unresolved.
+    #[inline]
+    pub(crate) fn claim_elsewhere(&self, side: Color, slot: usize, kind: Kind) -> bool {
+        self.groups
+            .kinds
+            .as_ref()
+            .expect("several groups")
+            .claim(side, slot, kind)
+    }
+}
+
+impl<'s> LevelGroups<'s> {
+    /// The states of `job`, every entry illegal, with a window of `window` levels, held as
+    /// `store` says.
+    pub(crate) fn new(job: &Job, window: u16, store: StateStore<'s>) -> LevelGroups<'s> {
+        let len = job.len() as usize;
+        let (bounds, scratch) = match store {
+            StateStore::Memory => (vec![0, len], None),
+            StateStore::Groups {
+                group_slots,
+                scratch,
+            } => {
+                let step = (group_slots.div_ceil(GROUP_ALIGN).max(1) * GROUP_ALIGN) as usize;
+                let mut b: Vec<usize> = (0..len).step_by(step).collect();
+                b.push(len);
+                (b, Some(scratch))
+            }
+        };
+        let groups = bounds.len() - 1;
+        let several = groups > 1;
+        LevelGroups {
+            // With several groups each is given its states when the first pass creates it.
+            states: (0..groups)
+                .map(|g| {
+                    let len = (bounds[g + 1] - bounds[g]) as u64;
+                    if several {
+                        LevelStates::without_states(len, window)
+                    } else {
+                        LevelStates::new(len, window)
+                    }
+                })
+                .collect(),
+            scratch: scratch.filter(|_| several),
+            loaded: (!several).then_some(0),
+            kinds: several.then(|| Kinds::new(len)),
+            spare: [Vec::new(), Vec::new()],
+            bounds,
+        }
+    }
+
+    /// Number of groups.
+    pub(crate) fn count(&self) -> usize {
+        self.states.len()
+    }
+
+    /// The job slots of group `g`.
+    pub(crate) fn slots(&self, g: usize) -> std::ops::Range<usize> {
+        self.bounds[g]..self.bounds[g + 1]
+    }
+
+    /// The states of any group, for their window codes (every group has the same window).
+    pub(crate) fn codes(&self) -> &LevelStates {
+        &self.states[0]
+    }
+
+    /// Brings group `g` into memory, storing the one there first.
+    pub(crate) fn load(&mut self, g: usize) -> std::io::Result<()> {
+        if self.loaded != Some(g) {
+            if let Some(h) = self.loaded.take() {
+                self.store(h)?;
+            }
+            for side in Color::ALL {
+                self.read_side(g, side)?;
+            }
+            self.loaded = Some(g);
+        }
+        Ok(())
+    }
+
+    /// Writes group `h` (in memory) to scratch.
+    fn store(&mut self, h: usize) -> std::io::Result<()> {
+        let scratch = self.scratch.expect("several groups");
+        for side in Color::ALL {
+            let mut segments = self.states[h].take_segments(side);
+            let parts: Vec<&[u8]> = segments
+                .iter_mut()
+                .map(|s| &*level_state::bytes_of(s))
+                .collect();
+            scratch.put(h, side, &parts)?;
+            self.spare[side.index()] = segments;
+        }
+        Ok(())
+    }
+
+    /// Segments to hold the states of group `g` for `side`: the spare ones when they fit.
+    fn segments_for(&mut self, g: usize, side: Color) -> Vec<Box<[AtomicU8]>> {
+        let len = self.bounds[g + 1] - self.bounds[g];
+        let spare = std::mem::take(&mut self.spare[side.index()]);
+        if spare.iter().map(|s| s.len()).sum::<usize>() == len {
+            spare
+        } else {
+            LevelStates::empty_segments(len)
+        }
+    }
+
+    /// Reads the states of group `g` for `side` back from scratch.
+    fn read_side(&mut self, g: usize, side: Color) -> std::io::Result<()> {
+        let mut segments = self.segments_for(g, side);
+        let mut parts: Vec<&mut [u8]> = segments
+            .iter_mut()
+            .map(|s| level_state::bytes_of(s))
+            .collect();
+        self.scratch
+            .expect("several groups")
+            .get(g, side, &mut parts)?;
+        self.states[g].put_segments(side, segments);
+        Ok(())
+    }
+
+    /// Stores the group in memory, if several groups share it (the first pass creates each
+    /// group in memory and stores it with this).
+    pub(crate) fn unload(&mut self) -> std::io::Result<()> {
+        if self.scratch.is_some()
+            && let Some(h) = self.loaded.take()
+        {
+            self.store(h)?;
+        }
+        Ok(())
+    }
+
+    /// Brings group `g` into memory for the first time, every entry illegal (the first
+    /// pass), storing the one there first.
+    pub(crate) fn create(&mut self, g: usize) -> std::io::Result<()> {
+        if self.loaded == Some(g) {
+            return Ok(());
+        }
+        self.unload()?;
+        for side in Color::ALL {
+            let mut segments = self.segments_for(g, side);
+            for segment in &mut segments {
+                level_state::bytes_of(segment).fill(level_state::ILLEGAL);
+            }
+            self.states[g].put_segments(side, segments);
+        }
+        self.loaded = Some(g);
+        Ok(())
+    }
+
+    /// The group in memory.
+    pub(crate) fn current(&self) -> Loaded<'_> {
+        let g = self.loaded.expect("a group in memory");
+        Loaded {
+            states: &self.states[g],
+            start: self.bounds[g],
+            end: self.bounds[g + 1],
+            groups: self,
+        }
+    }
+
+    /// The group in memory, to slide its window.
+    pub(crate) fn current_mut(&mut self) -> &mut LevelStates {
+        let g = self.loaded.expect("a group in memory");
+        &mut self.states[g]
+    }
+
+    /// The two-byte codes of every entry for the rule phase (see
+    /// [`LevelStates::into_codes`]).
+    pub(crate) fn into_codes(mut self) -> std::io::Result<[Vec<u16>; 2]> {
+        if self.count() == 1 {
+            return Ok(self.states.pop().expect("one group").into_codes());
+        }
+        self.gather(level_state::rule_phase_code, |code| code, |codes| codes)
+    }
+
+    /// The finished values under `cycles-are-draws` (see [`LevelStates::into_values`]).
+    pub(crate) fn into_values(mut self) -> std::io::Result<[Codes; 2]> {
+        if self.count() == 1 {
+            return Ok(self.states.pop().expect("one group").into_values());
+        }
+        if self.codes().values_fit_a_byte() {
+            self.gather(
+                level_state::draw_code,
+                level_state::narrow_value,
+                level_state::narrow_codes,
+            )
+        } else {
+            self.gather(level_state::draw_code, |code| code, Codes::from)
+        }
+    }
+
+    /// The finished values under `cycles-are-draws` (see [`LevelStates::into_values`]) a group
+    /// at a time, in slot order: `on_part` gets each group's job slots and values, so that the
+    /// whole table need never be in memory.
+    pub(crate) fn into_value_parts(
+        mut self,
+        on_part: &mut dyn FnMut(std::ops::Range<usize>, [Codes; 2]),
+    ) -> std::io::Result<()> {
+        if self.count() == 1 {
+            let values = self.states.pop().expect("one group").into_values();
+            on_part(0..self.bounds[1], values);
+            return Ok(());
+        }
+        self.unload()?;
+        // Every group narrow or every group wide, as the whole job would be.
+        let narrow = self.codes().values_fit_a_byte();
+        for g in 0..self.count() {
+            let red = self.values_of(g, Color::Red, narrow)?;
+            let black = self.values_of(g, Color::Black, narrow)?;
+            on_part(self.bounds[g]..self.bounds[g + 1], [red, black]);
+        }
+        Ok(())
+    }
+
+    /// The finished values of group `g` for `side`, read back from scratch: a byte per entry
+    /// when `narrow`, else two.
+    fn values_of(&mut self, g: usize, side: Color, narrow: bool) -> std::io::Result<Codes> {
+        let len = self.bounds[g + 1] - self.bounds[g];
+        self.read_side(g, side)?;
+        let states = &mut self.states[g];
+        let draw = level_state::draw_code;
+        Ok(if narrow {
+            let mut to = vec![0u8; len];
+            states.convert_side_into(side, &draw, &level_state::narrow_value, &mut to);
+            level_state::narrow_codes(to)
+        } else {
+            let mut wide = vec![0u16; len];
+            states.convert_side_into(side, &draw, &|c| c, &mut wide);
+            Codes::from(wide)
+        })
+    }
+
+    /// Every entry's code from several groups, a side at a time, each group read back in turn.
+    fn gather<T: Copy + Default + Send + Sync, U>(
+        mut self,
+        unresolved: impl Fn(bool) -> u16 + Sync,
+        out: impl Fn(u16) -> T + Sync,
+        mut finish: impl FnMut(Vec<T>) -> U,
+    ) -> std::io::Result<[U; 2]> {
+        self.unload()?;
+        let len = *self.bounds.last().expect("bounds");
+        let mut side_codes = |side: Color| -> std::io::Result<U> {
+            let mut codes = vec![T::default(); len];
+            for g in 0..self.count() {
+                self.read_side(g, side)?;
+                let to = &mut codes[self.bounds[g]..self.bounds[g + 1]];
+                self.states[g].convert_side_into(side, &unresolved, &out, to);
+            }
+            Ok(finish(codes))
+        };
+        let red = side_codes(Color::Red)?;
+        let black = side_codes(Color::Black)?;
+        Ok([red, black])
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::{GROUP_ALIGN, Scratch, StateStore};
+    use crate::CHUNK_SLOTS;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::sync::atomic::Ordering::Relaxed;
+    use xiangqi::Color;
+    use xqtb_core::{RuleSet, Signature, SlotRange, TableId};
+
+    /// Groups kept in memory, as a directory of files would keep them; counts what it stores.
+    #[derive(Default)]
+    pub(crate) struct MemoryScratch {
+        groups: Mutex<HashMap<(usize, Color), Vec<u8>>>,
+        pub(crate) puts: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Scratch for MemoryScratch {
+        fn put(&self, group: usize, side: Color, parts: &[&[u8]]) -> std::io::Result<()> {
+            self.puts.fetch_add(1, Relaxed);
+            let mut groups = self.groups.lock().unwrap();
+            groups.insert((group, side), parts.concat());
+            Ok(())
+        }
+
+        fn get(&self, group: usize, side: Color, parts: &mut [&mut [u8]]) -> std::io::Result<()> {
+            let groups = self.groups.lock().unwrap();
+            let mut bytes = &groups[&(group, side)][..];
+            for part in parts {
+                part.copy_from_slice(&bytes[..part.len()]);
+                bytes = &bytes[part.len()..];
+            }
+            assert!(bytes.is_empty(), "read back as stored");
+            Ok(())
+        }
+    }
+
+    /// A job solved with its states in groups gives the table the whole job in memory gives,
+    /// bit for bit, under both rule sets, whatever the group size and the window of levels
+    /// (small windows slide at almost every level, spilling every group). KRvKN has mates of
+    /// 25 plies and captures into two tables; KCvKA fits one group; KNPvK is solved whole in
+    /// groups under `cycles-are-draws`, a pawn slice at a time under `asian`.
+    #[test]
+    fn groups_give_the_tables_memory_gives() {
+        for sig in ["KRvKN", "KCvKA", "KNPvK"] {
+            let sig: Signature = sig.parse().unwrap();
+            for rules in [RuleSet::CyclesAreDraws, RuleSet::Asian] {
+                let tables = crate::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
+                let id = TableId::new(rules, sig);
+                let whole = tables.get(&id).unwrap().clone();
+                for (group_slots, window) in [(CHUNK_SLOTS, 82), (5 * CHUNK_SLOTS, 3), (1, 2)] {
+                    crate::retrograde::WINDOW.store(window, Relaxed);
+                    let scratch = MemoryScratch::default();
+                    let store = StateStore::Groups {
+                        group_slots,
+                        scratch: &scratch,
+                    };
+                    let slots = SlotRange::whole(&sig);
+                    let t = crate::solve_range_in(id, slots, store, &tables, &|_| {}).unwrap();
+                    crate::retrograde::WINDOW.store(crate::level_state::MAX_WINDOW, Relaxed);
+                    for side in Color::ALL {
+                        assert!(
+                            t.codes(side).to_vec() == whole.codes(side).to_vec(),
+                            "{sig} {rules:?}: groups of {group_slots} slots, window {window}"
+                        );
+                    }
+                    let index = xqtb_core::TableIndex::new(sig);
+                    let largest_job = if rules.solves_slices_apart(&index) {
+                        index.slices().iter().map(|s| s.slots.len()).max().unwrap()
+                    } else {
+                        index.size()
+                    };
+                    let several = largest_job > group_slots.div_ceil(GROUP_ALIGN) * GROUP_ALIGN;
+                    assert_eq!(
+                        scratch.puts.load(Relaxed) > 0,
+                        several,
+                        "{sig}: groups stored"
+                    );
+                }
+            }
+        }
+    }
+}
