@@ -14,7 +14,7 @@
 //! legality against its position, so a wrong bit cannot pass unnoticed.
 
 use crate::CHUNK_SLOTS;
-use crate::verify::Codes;
+use crate::table_codes::Codes;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use rayon::prelude::*;

@@ -452,7 +452,7 @@ impl<'s> LevelGroups<'s> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::{GROUP_ALIGN, Scratch, StateStore};
     use crate::CHUNK_SLOTS;
     use std::collections::HashMap;
@@ -463,9 +463,9 @@ pub(crate) mod tests {
 
     /// Groups kept in memory, as a directory of files would keep them; counts what it stores.
     #[derive(Default)]
-    pub(crate) struct MemoryScratch {
+    struct MemoryScratch {
         groups: Mutex<HashMap<(usize, Color), Vec<u8>>>,
-        pub(crate) puts: std::sync::atomic::AtomicUsize,
+        puts: std::sync::atomic::AtomicUsize,
     }
 
     impl Scratch for MemoryScratch {

@@ -11,19 +11,28 @@
 //! captures, are read from the slices solved before. [`solve_by_slices`] does that for a whole
 //! table in a given order and gives the same table as [`solve`].
 //!
+//! A job too large for memory keeps its retrograde states on local disk a group at a time
+//! ([`solve_range_in`] with [`StateStore::Groups`]), and under `cycles-are-draws` hands its
+//! table on in parts ([`solve_range_in_parts`]) that are verified from their encoded blocks
+//! ([`verify_blocks`]).
+//!
 //! Pure computation: depends on the rules (`xiangqi`) and the table model (`xqtb-core`) only,
-//! never on storage, async runtimes or the network.
+//! never on storage, async runtimes or the network (local disk is behind the [`Scratch`]
+//! trait, which the shells implement).
 //!
 //! The modules, lowest first (each uses only those before it):
 //! - `position`: a job's slots, and a position of it as a board and as index squares, its
 //!   moves' slots;
 //! - `state` and `level_state`: the state of each position during a solve, every code named:
-//!   two bytes through the rule phase, one through the retrograde levels;
+//!   two bytes through the rule phase, one through the retrograde levels; `level_groups`: the
+//!   level states of a job whole in memory or in groups on local disk;
 //! - `capture`: the values of the moves that leave a job (captures, pawn advances into other
 //!   slices);
 //! - `retrograde`: the retrograde phase (values that end in mate);
 //! - [`rules`] and `asian`: the repetition rules as a game on graphs, and the rule phase that
 //!   applies them to a table (Asian rule set only);
+//! - `table_codes` and `block_reader`: the table's codes as the verifier reads them, decoded
+//!   whole or a block at a time;
 //! - `solve`: one job, both phases; `verify` and `verify_rules`: the independent verifier;
 //!   [`sample`]: spot checks of stored tables;
 //! - `job`: solve-and-verify, and solving many jobs in memory.
@@ -53,6 +62,7 @@ pub mod sample;
 mod slices;
 mod solve;
 mod state;
+mod table_codes;
 mod verify;
 mod verify_rules;
 

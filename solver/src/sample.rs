@@ -26,7 +26,8 @@
 
 use crate::error::VerifyError;
 use crate::position::{LEAVES, SlotPosition};
-use crate::verify::{Codes, Local, verify_slot};
+use crate::table_codes::Codes;
+use crate::verify::{Local, verify_slot};
 use crate::verify_rules::Findings;
 use rayon::prelude::*;
 use thiserror::Error;
