@@ -114,7 +114,8 @@ pub fn simulate(targets: &[TableId], workers: &[SimWorker], slice_from_entries: 
                 .cost(&g.key)
                 .copied()
                 .unwrap_or_else(|| JobCost::of(&g.key));
-            let secs = wall_seconds(cost.cpu_seconds, workers[w].threads);
+            let cpu = cost.cpu_seconds_with(workers[w].memory_bytes.unwrap_or(0));
+            let secs = wall_seconds(cpu, workers[w].threads);
             let end_ms = now_ms + (secs * 1e3).ceil().max(1.0) as u64;
             busy_thread_s += secs * workers[w].threads as f64;
             let start_s = now_ms as f64 / 1e3;

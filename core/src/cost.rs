@@ -62,6 +62,11 @@ const KINDS_BYTES_PER_ENTRY: f64 = 0.25;
 /// default of `xqtb solve --group-memory`, and what a worker uses.
 pub const GROUP_BYTES: u64 = 64 << 20;
 
+/// CPU a job costs with its states on local disk, as a multiple of its CPU in memory: the
+/// largest ratio measured (BENCHMARKS.md, "Memory": 1.23 on KRNvKR, 1.30 and 1.34 on KRNvKRA),
+/// rounded up.
+const STATES_ON_DISK_CPU_FACTOR: f64 = 1.35;
+
 /// Bytes of decoded blocks the verifier of a table of `entries` read from its blocks caches:
 /// an eighth of the table decoded (two bytes an entry), within bounds (BENCHMARKS.md, "Memory").
 pub fn verify_cache_bytes(entries: u64) -> u64 {
@@ -184,6 +189,16 @@ impl JobCost {
                 .is_some_and(|d| d < self.solve_bytes)
     }
 
+    /// CPU seconds on a worker with `memory_bytes` for this job: more when it keeps the job's
+    /// states on local disk ([`JobCost::keeps_states_on_disk`]).
+    pub fn cpu_seconds_with(&self, memory_bytes: u64) -> f64 {
+        if self.keeps_states_on_disk(memory_bytes) {
+            self.cpu_seconds * STATES_ON_DISK_CPU_FACTOR
+        } else {
+            self.cpu_seconds
+        }
+    }
+
     /// Peak bytes with every dependency table decoded whole.
     pub fn in_memory_bytes(&self) -> u64 {
         self.solve_bytes - self.dependency_bytes.min(DEPENDENCY_CACHE_BYTES) + self.dependency_bytes
@@ -304,6 +319,36 @@ mod tests {
         ("KRNvKAABB", RuleSet::Asian, 346_107_904, 79.79),
         ("KRNvKRA", RuleSet::Asian, 764_022_784, 257.92),
     ];
+
+    /// Peaks with the states on local disk (BENCHMARKS.md, "Memory", 2026-12-06): `xqtb solve
+    /// SIG --rules cycles-are-draws --threads 2 --states-on-disk DIR --dependency-cache 128MB`
+    /// (the worker's cache; groups of the default 64 MiB) from a store of the dependencies.
+    const ON_DISK_PEAKS: [(&str, u64); 1] = [("KRNvKRA", 228_814_848)];
+
+    #[test]
+    fn estimates_with_states_on_disk_cover_their_peaks_and_only_where_they_can_be() {
+        for (sig, peak) in ON_DISK_PEAKS {
+            let c = cost(sig, RuleSet::CyclesAreDraws);
+            let need = c.states_on_disk_bytes.unwrap();
+            assert!(need >= peak, "{sig}: {need} < measured {peak}");
+            assert!(
+                (need as f64) <= 1.35 * peak as f64,
+                "{sig}: {need} against {peak}"
+            );
+            assert!(need < c.solve_bytes && c.least_bytes() == need);
+            // A worker that holds the job in memory does; one that cannot keeps it on disk,
+            // for more CPU.
+            assert!(!c.keeps_states_on_disk(c.solve_bytes));
+            assert!(c.keeps_states_on_disk(need));
+            assert!(c.cpu_seconds_with(need) > c.cpu_seconds_with(c.solve_bytes));
+        }
+        // The rule phase and pawn slices are solved in memory.
+        assert_eq!(cost("KRNvKRA", RuleSet::Asian).states_on_disk_bytes, None);
+        let krpkr = TableId::new(RuleSet::CyclesAreDraws, "KRPvKR".parse().unwrap());
+        let slice = JobKey::jobs_of(krpkr, 0)[0];
+        assert!(!slice.is_whole_table());
+        assert_eq!(JobCost::of(&slice).states_on_disk_bytes, None);
+    }
 
     #[test]
     fn memory_estimates_cover_the_two_byte_peaks_by_at_most_a_fifth() {
