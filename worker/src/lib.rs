@@ -156,6 +156,13 @@ pub async fn run(
         SledStore::open(&config.cache)
             .with_context(|| format!("cannot open the worker cache {}", config.cache.display()))?,
     );
+    // States that a killed worker left on disk: only this worker uses the directory beside its
+    // cache (the store's lock says no other does), and a new job starts its states afresh.
+    let states = states_dir(&config);
+    if states.exists() {
+        std::fs::remove_dir_all(&states)
+            .with_context(|| format!("cannot clear old job states in {}", states.display()))?;
+    }
     let pool = Arc::new(
         rayon::ThreadPoolBuilder::new()
             .num_threads(config.threads)
@@ -389,7 +396,7 @@ async fn run_job(
         // directory beside its cache store that goes with the job.
         let states_dir = JobCost::of(&key)
             .keeps_states_on_disk(memory_for_job(config))
-            .then(|| config.cache.with_extension("states"));
+            .then(|| states_dir(config));
         let (on_disk, group_bytes) = (states_dir.is_some(), config.group_bytes);
         let mut tables = MemoryTables::new();
         if cache_bytes.is_none() {
@@ -506,6 +513,11 @@ fn dependency_cache_bytes(config: &WorkerConfig, key: &JobKey) -> Option<u64> {
     let memory = memory_for_job(config);
     let whole = config.memory_bytes == 0 || JobCost::of(key).reads_dependencies_whole(memory);
     (!whole).then_some(DEPENDENCY_CACHE_BYTES)
+}
+
+/// Where this worker's jobs keep their states on local disk: a directory beside its cache.
+fn states_dir(config: &WorkerConfig) -> PathBuf {
+    config.cache.with_extension("states")
 }
 
 /// The memory this worker has for its next job ([`xqtb_core::memory_for_jobs`]; 0: not said).
