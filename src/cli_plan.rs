@@ -434,6 +434,25 @@ pub fn print_simulation(sim: &Simulation, workers: &[SimWorker], t: &Totals) {
         human_seconds(t.cpu_seconds)
     );
     println!("  total stored size about {}", human_bytes(t.stored_bytes));
+    let on_disk: Vec<JobCost> = sim
+        .jobs
+        .iter()
+        .filter(|j| j.states_on_disk)
+        .map(|j| JobCost::of(&j.key))
+        .collect();
+    if let Some(disk) = on_disk.iter().map(|c| c.disk_bytes + c.entries).max() {
+        println!(
+            "  {} {} states on local disk, short of memory to hold them (more CPU, and a byte \
+             per entry of disk: up to {} for one job)",
+            jobs(on_disk.len()),
+            if on_disk.len() == 1 {
+                "keeps its"
+            } else {
+                "keep their"
+            },
+            human_bytes(disk)
+        );
+    }
     if !sim.never_ran.is_empty() {
         let names: Vec<String> = sim.never_ran.iter().take(10).map(job_name).collect();
         println!(
@@ -492,6 +511,7 @@ pub fn simulation_json(sim: &Simulation, workers: &[SimWorker]) -> Json {
         "makespan_seconds": sim.makespan_s,
         "utilisation": sim.utilisation,
         "never_ran": sim.never_ran.iter().map(job_name).collect::<Vec<_>>(),
+        "states_on_disk": sim.jobs.iter().filter(|j| j.states_on_disk).map(|j| job_name(&j.key)).collect::<Vec<_>>(),
         "critical_path": sim.critical_path.iter().map(|&i| {
             let j = &sim.jobs[i];
             json!({

@@ -333,6 +333,44 @@ fn workers_simulate_a_run_with_the_coordinators_scheduler() {
         text.contains("simulated run on 2 workers") && text.contains("1 job never ran"),
         "{text}"
     );
+    // Under cycles-are-draws the same workers keep those two jobs' states on local disk, for
+    // more CPU: every job runs, and the output says which ran on disk.
+    let cad = [
+        "--workers",
+        "2",
+        "--threads",
+        "1",
+        "--rules",
+        "cycles-are-draws",
+    ];
+    let on_disk = |memory: &str| {
+        let mut args = cad.to_vec();
+        args.extend_from_slice(&["--memory", memory]);
+        sim(&args)
+    };
+    let small = on_disk("100MB");
+    assert!(small["never_ran"].as_array().unwrap().is_empty(), "{small}");
+    let mut kept: Vec<&str> = small["states_on_disk"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    kept.sort();
+    assert_eq!(kept, ["KRCvKR", "KRNvKR"], "{small}");
+    let large = on_disk("1GiB");
+    assert!(
+        large["states_on_disk"].as_array().unwrap().is_empty(),
+        "{large}"
+    );
+    assert!(span(&small) > span(&large), "{small} {large}");
+    let mut args = vec!["plan", "KRNvKR", "--memory", "100MB"];
+    args.extend_from_slice(&cad);
+    let text = xqtb(&args, "");
+    assert!(
+        text.contains("1 job keeps its states on local disk"),
+        "{text}"
+    );
     // The simulation options need --workers.
     let out = Command::new(BIN)
         .args(["plan", "KRNvKR", "--threads", "4"])

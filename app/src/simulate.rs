@@ -32,6 +32,9 @@ pub struct SimulatedJob {
     pub end_s: f64,
     /// Seconds it was ready (its dependencies done) before a worker took it.
     pub waited_s: f64,
+    /// Its worker kept its states on local disk, short of memory to hold them
+    /// ([`JobCost::keeps_states_on_disk`]): a byte per entry of disk more, and more CPU.
+    pub states_on_disk: bool,
 }
 
 /// The outcome of a simulated run.
@@ -114,7 +117,8 @@ pub fn simulate(targets: &[TableId], workers: &[SimWorker], slice_from_entries: 
                 .cost(&g.key)
                 .copied()
                 .unwrap_or_else(|| JobCost::of(&g.key));
-            let cpu = cost.cpu_seconds_with(workers[w].memory_bytes.unwrap_or(0));
+            let memory = workers[w].memory_bytes.unwrap_or(0);
+            let cpu = cost.cpu_seconds_with(memory);
             let secs = wall_seconds(cpu, workers[w].threads);
             let end_ms = now_ms + (secs * 1e3).ceil().max(1.0) as u64;
             busy_thread_s += secs * workers[w].threads as f64;
@@ -126,6 +130,7 @@ pub fn simulate(targets: &[TableId], workers: &[SimWorker], slice_from_entries: 
                 start_s,
                 end_s: end_ms as f64 / 1e3,
                 waited_s: start_s - ready_at.get(&g.key).copied().unwrap_or(start_s),
+                states_on_disk: cost.keeps_states_on_disk(memory),
             });
             running.push(Reverse((end_ms, w, g.lease.id, jobs.len() - 1)));
         }
