@@ -134,13 +134,16 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 bar.set_message("verifying");
             }
         };
-        let (encoded, counts, table) = match &args.states_on_disk {
+        // With the states on disk the parts are encoded as they are solved, so the encoding has
+        // no time of its own to report.
+        let (encoded, counts, table, encode_secs) = match &args.states_on_disk {
             None => {
                 let (table, counts) = pool
                     .install(|| solver::solve_and_verify(id, deps, &on_progress))
                     .map_err(|e| anyhow!(e))?;
+                let start = Instant::now();
                 let encoded = pool.install(|| encode_table(&table));
-                (encoded, counts, Some(table))
+                (encoded, counts, Some(table), Some(start.elapsed()))
             }
             Some(dir) => {
                 let scratch = worker::DirScratch::create(dir).with_context(|| {
@@ -156,11 +159,15 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 let slots = xqtb_core::SlotRange::whole(&sig);
                 let (encoded, counts) = pool
                     .install(|| worker::solve_in_groups(id, slots, states, deps, &on_progress))?;
-                (encoded, counts, None)
+                (encoded, counts, None, None)
             }
         };
         bar.finish_and_clear();
-        report(id, &counts, start.elapsed().as_secs_f64());
+        report(
+            id,
+            &counts,
+            (start.elapsed() - encode_secs.unwrap_or_default()).as_secs_f64(),
+        );
         let keep = cached.is_none() && needed_later(&id);
         let keep = match (keep, table) {
             (false, _) => None,
@@ -170,11 +177,15 @@ pub fn run(args: SolveArgs) -> Result<()> {
         store.put_table(&encoded)?;
         let legal = counts.legal();
         println!(
-            "  stored in {}: {} bytes in {} blocks ({:.3} bits per legal position)",
+            "  stored in {}: {} bytes in {} blocks ({:.3} bits per legal position){}",
             args.data.display(),
             encoded.stored_bytes(),
             encoded.blocks.iter().map(Vec::len).sum::<usize>(),
             encoded.stored_bytes() as f64 * 8.0 / legal.max(1) as f64,
+            encode_secs.map_or(String::new(), |d| format!(
+                ", encoded in {:.2} s",
+                d.as_secs_f64()
+            )),
         );
         if let Some(table) = keep {
             tables.insert(table);

@@ -63,8 +63,8 @@ const KINDS_BYTES_PER_ENTRY: f64 = 0.25;
 pub const GROUP_BYTES: u64 = 64 << 20;
 
 /// CPU a job costs with its states on local disk, as a multiple of its CPU in memory: the
-/// largest ratio measured (BENCHMARKS.md, "Memory": 1.23 on KRNvKR, 1.30 and 1.34 on KRNvKRA),
-/// rounded up.
+/// largest ratio measured (BENCHMARKS.md, "Memory"), rounded up, so that the plan does not
+/// promise a run faster than the slowest seen.
 const STATES_ON_DISK_CPU_FACTOR: f64 = 1.35;
 
 /// Bytes of decoded blocks the verifier of a table of `entries` read from its blocks caches:

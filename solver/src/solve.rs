@@ -104,7 +104,6 @@ pub fn solve_range_in_parts(
     progress: &(dyn Fn(Progress) + Sync),
     on_part: &mut dyn FnMut(Table),
 ) -> Result<Legal, SolveError> {
-    let index = check_job(id, slots, deps)?;
     let mut legal = Legal::none(slots);
     let mut take = |part: Table| {
         legal.add_part(part.slots(), Color::ALL.map(|side| part.codes(side)));
@@ -115,6 +114,7 @@ pub fn solve_range_in_parts(
         take(solve_range_in(id, slots, store, deps, progress)?);
         return Ok(legal);
     }
+    let index = check_job(id, slots, deps)?;
     let job = Job::new(&index, id.rules, slots);
     let states = retrograde(&job, deps, store, progress)?;
     states
