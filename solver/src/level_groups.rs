@@ -25,12 +25,20 @@
 //! queued, so the memory of a job in groups is its kinds (a quarter byte per entry) and one
 //! group's states, whatever crosses between groups.
 //!
+//! A group is read back whole when it is loaded, but stored by its **changed chunks** only:
+//! every write into a loaded group notes its chunk ([`Loaded::set`], [`Loaded::changed`]), and
+//! storing the group writes those chunks over the bytes stored before. Most levels after the
+//! first few change a small part of a group, so this saves most of the writing. Groups are
+//! visited in ascending order, or descending when the one in memory lies in the upper half, so
+//! that a pass most often starts with the group the previous pass ended with and need not load
+//! it again.
+//!
 //! With the whole job in memory there is one group, always loaded, and no kinds.
 
 use crate::CHUNK_SLOTS;
 use crate::level_state::{self, LevelStates};
 use crate::position::Job;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 use xiangqi::Color;
 use xqtb_core::Codes;
 
@@ -41,15 +49,18 @@ const GROUP_ALIGN: u64 = 1 << 16;
 const _: () = assert!(GROUP_ALIGN.is_multiple_of(CHUNK_SLOTS));
 
 /// Where a job keeps the states of the groups it does not hold in memory: each group's states
-/// of one side to move, stored and read back whole. Implemented over a directory of local
-/// files by the shells (`storage_format::DirScratch`), and in memory for tests.
+/// of one side to move as bytes at offsets, written and read back in pieces. Implemented over a
+/// directory of local files by the shells (`worker::DirScratch`), and in memory for tests.
+///
+/// A group is read back whole when it is loaded, but only the chunks a pass changed are written
+/// when it is stored: late levels change few, so most of a group's bytes are written once.
 pub trait Scratch: Sync {
-    /// Stores the states of `group` for `side` to move, the bytes of `parts` one after the
-    /// other, replacing any stored before.
-    fn put(&self, group: usize, side: Color, parts: &[&[u8]]) -> std::io::Result<()>;
-    /// Reads back what [`Scratch::put`] stored last for `group` and `side` into `parts`, which
-    /// have the lengths of the parts stored.
-    fn get(&self, group: usize, side: Color, parts: &mut [&mut [u8]]) -> std::io::Result<()>;
+    /// Writes `bytes` at byte `at` of the states of `group` for `side` to move, over what was
+    /// written there before.
+    fn write_at(&self, group: usize, side: Color, at: u64, bytes: &[u8]) -> std::io::Result<()>;
+    /// Reads back into `bytes` what [`Scratch::write_at`] wrote at bytes `at..at + bytes.len()`
+    /// of `group` and `side`.
+    fn read_at(&self, group: usize, side: Color, at: u64, bytes: &mut [u8]) -> std::io::Result<()>;
 }
 
 /// How a job holds its level states.
@@ -139,9 +150,24 @@ pub(crate) struct LevelGroups<'s> {
     loaded: Option<usize>,
     /// With several groups: every entry's kind.
     kinds: Option<Kinds>,
+    /// With several groups: per chunk of the job (Red's, then Black's), whether a pass changed
+    /// a state there since its group was last stored.
+    changed: Option<Vec<AtomicBool>>,
+    /// The job's chunks per side to move.
+    chunks: usize,
+    /// What moving groups between memory and scratch has cost so far, for the log.
+    traffic: Traffic,
     /// Per side: the segments of the group stored last, for the next group loaded to fill
     /// (memory the allocator would otherwise return and fault in again at every load).
     spare: [Vec<Box<[AtomicU8]>>; 2],
+}
+
+/// Bytes moved between memory and scratch, and the time it took.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct Traffic {
+    pub(crate) read: u64,
+    pub(crate) written: u64,
+    pub(crate) seconds: f64,
 }
 
 /// The group in memory, as the passes see it: job slots in and out of it.
@@ -159,10 +185,31 @@ impl Loaded<'_> {
         slot.wrapping_sub(self.start) < self.end - self.start
     }
 
-    /// The state of `(side, slot)`, a slot of this group.
+    /// The state of `(side, slot)`, a slot of this group. A pass that writes it through this
+    /// reference notes the change with [`Loaded::changed`].
     #[inline(always)]
     pub(crate) fn at(&self, side: Color, slot: usize) -> &std::sync::atomic::AtomicU8 {
         self.states.at(side, slot - self.start)
+    }
+
+    /// Writes `code` into the state of `(side, slot)`, a slot of this group.
+    #[inline(always)]
+    pub(crate) fn set(&self, side: Color, slot: usize, code: u8) {
+        self.at(side, slot).store(code, Relaxed);
+        self.changed(side, slot);
+    }
+
+    /// Notes that the state of `(side, slot)`, a slot of this group, was changed: its chunk is
+    /// written when the group is stored.
+    #[inline(always)]
+    pub(crate) fn changed(&self, side: Color, slot: usize) {
+        if let Some(changed) = &self.groups.changed {
+            let flag = &changed[side.index() * self.groups.chunks + slot / CHUNK_SLOTS as usize];
+            // Read first: most writes find the flag set, and a store would take the cache line.
+            if !flag.load(Relaxed) {
+                flag.store(true, Relaxed);
+            }
+        }
     }
 
     /// The states of the slots `start..end` of `side` (within one chunk of this group).
@@ -241,6 +288,13 @@ impl<'s> LevelGroups<'s> {
             scratch: scratch.filter(|_| several),
             loaded: (!several).then_some(0),
             kinds: several.then(|| Kinds::new(len)),
+            changed: several.then(|| {
+                (0..2 * job.chunks)
+                    .map(|_| AtomicBool::new(false))
+                    .collect()
+            }),
+            chunks: job.chunks as usize,
+            traffic: Traffic::default(),
             spare: [Vec::new(), Vec::new()],
             bounds,
         }
@@ -249,6 +303,17 @@ impl<'s> LevelGroups<'s> {
     /// Number of groups.
     pub(crate) fn count(&self) -> usize {
         self.states.len()
+    }
+
+    /// The groups in the order a pass visits them: ascending, or descending when the group in
+    /// memory lies in the upper half, so that the pass most often starts with it (the last
+    /// pass ended with it, and the groups beyond it had no work then).
+    pub(crate) fn pass_order(&self) -> Vec<usize> {
+        let n = self.count();
+        let backwards = self.loaded.is_some_and(|g| n > 1 && 2 * g >= n);
+        (0..n)
+            .map(|i| if backwards { n - 1 - i } else { i })
+            .collect()
     }
 
     /// The job slots of group `g`.
@@ -264,30 +329,82 @@ impl<'s> LevelGroups<'s> {
     /// Brings group `g` into memory, storing the one there first.
     pub(crate) fn load(&mut self, g: usize) -> std::io::Result<()> {
         if self.loaded != Some(g) {
-            if let Some(h) = self.loaded.take() {
-                self.store(h)?;
-            }
+            self.unload()?;
+            let started = std::time::Instant::now();
             for side in Color::ALL {
                 self.read_side(g, side)?;
             }
+            self.traffic.seconds += started.elapsed().as_secs_f64();
             self.loaded = Some(g);
         }
         Ok(())
     }
 
-    /// Writes group `h` (in memory) to scratch.
+    /// Bytes every group's spills and far captures' lists hold in memory.
+    pub(crate) fn aside_bytes(&self) -> usize {
+        self.states.iter().map(LevelStates::aside_bytes).sum()
+    }
+
+    /// What moving groups between memory and scratch has cost so far.
+    pub(crate) fn traffic(&self) -> Traffic {
+        self.traffic
+    }
+
+    /// Writes the changed chunks of group `h` (in memory) to scratch.
     fn store(&mut self, h: usize) -> std::io::Result<()> {
         let scratch = self.scratch.expect("several groups");
         for side in Color::ALL {
+            let runs = self.take_changed(side, self.slots(h));
             let mut segments = self.states[h].take_segments(side);
-            let parts: Vec<&[u8]> = segments
-                .iter_mut()
-                .map(|s| &*level_state::bytes_of(s))
-                .collect();
-            scratch.put(h, side, &parts)?;
+            let mut at = 0;
+            for segment in &mut segments {
+                let bytes = &*level_state::bytes_of(segment);
+                let end = at + bytes.len();
+                for run in runs.iter().filter(|r| r.start < end && at < r.end) {
+                    let (from, to) = (run.start.max(at), run.end.min(end));
+                    scratch.write_at(h, side, from as u64, &bytes[from - at..to - at])?;
+                    self.traffic.written += (to - from) as u64;
+                }
+                at = end;
+            }
             self.spare[side.index()] = segments;
         }
         Ok(())
+    }
+
+    /// Takes the changed flags of the chunks of `side` over the job slots `slots` (a group's),
+    /// and returns the changed slots as runs relative to `slots.start`, adjacent chunks joined.
+    fn take_changed(
+        &self,
+        side: Color,
+        slots: std::ops::Range<usize>,
+    ) -> Vec<std::ops::Range<usize>> {
+        let changed = self.changed.as_ref().expect("several groups");
+        let chunk = CHUNK_SLOTS as usize;
+        let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+        for s in slots.clone().step_by(chunk) {
+            if !changed[side.index() * self.chunks + s / chunk].swap(false, Relaxed) {
+                continue;
+            }
+            let run = s - slots.start..(s + chunk).min(slots.end) - slots.start;
+            match runs.last_mut() {
+                Some(last) if last.end == run.start => last.end = run.end,
+                _ => runs.push(run),
+            }
+        }
+        runs
+    }
+
+    /// Notes every chunk of group `g` as changed (a group created, or its window slid).
+    fn all_changed(&self, g: usize) {
+        if let Some(changed) = &self.changed {
+            let chunk = CHUNK_SLOTS as usize;
+            for s in self.slots(g).step_by(chunk) {
+                for side in Color::ALL {
+                    changed[side.index() * self.chunks + s / chunk].store(true, Relaxed);
+                }
+            }
+        }
     }
 
     /// Segments to hold the states of group `g` for `side`: the spare ones when they fit.
@@ -303,14 +420,15 @@ impl<'s> LevelGroups<'s> {
 
     /// Reads the states of group `g` for `side` back from scratch.
     fn read_side(&mut self, g: usize, side: Color) -> std::io::Result<()> {
+        let scratch = self.scratch.expect("several groups");
         let mut segments = self.segments_for(g, side);
-        let mut parts: Vec<&mut [u8]> = segments
-            .iter_mut()
-            .map(|s| level_state::bytes_of(s))
-            .collect();
-        self.scratch
-            .expect("several groups")
-            .get(g, side, &mut parts)?;
+        let mut at = 0;
+        for segment in &mut segments {
+            let bytes = level_state::bytes_of(segment);
+            scratch.read_at(g, side, at, bytes)?;
+            at += bytes.len() as u64;
+            self.traffic.read += bytes.len() as u64;
+        }
         self.states[g].put_segments(side, segments);
         Ok(())
     }
@@ -321,8 +439,20 @@ impl<'s> LevelGroups<'s> {
         if self.scratch.is_some()
             && let Some(h) = self.loaded.take()
         {
+            let started = std::time::Instant::now();
             self.store(h)?;
+            self.traffic.seconds += started.elapsed().as_secs_f64();
         }
+        Ok(())
+    }
+
+    /// Stores the group in memory and lets go of what only the levels need (the kinds, a
+    /// quarter byte per entry, and the changed flags), before the groups are read back to be
+    /// turned into codes or values.
+    fn end_levels(&mut self) -> std::io::Result<()> {
+        self.unload()?;
+        self.kinds = None;
+        self.changed = None;
         Ok(())
     }
 
@@ -340,6 +470,7 @@ impl<'s> LevelGroups<'s> {
             }
             self.states[g].put_segments(side, segments);
         }
+        self.all_changed(g);
         self.loaded = Some(g);
         Ok(())
     }
@@ -355,9 +486,10 @@ impl<'s> LevelGroups<'s> {
         }
     }
 
-    /// The group in memory, to slide its window.
+    /// The group in memory, to slide its window (which changes any of its states).
     pub(crate) fn current_mut(&mut self) -> &mut LevelStates {
         let g = self.loaded.expect("a group in memory");
+        self.all_changed(g);
         &mut self.states[g]
     }
 
@@ -398,7 +530,7 @@ impl<'s> LevelGroups<'s> {
             on_part(0..self.bounds[1], values);
             return Ok(());
         }
-        self.unload()?;
+        self.end_levels()?;
         // Every group narrow or every group wide, as the whole job would be.
         let narrow = self.codes().values_fit_a_byte();
         for g in 0..self.count() {
@@ -434,7 +566,7 @@ impl<'s> LevelGroups<'s> {
         out: impl Fn(u16) -> T + Sync,
         mut finish: impl FnMut(Vec<T>) -> U,
     ) -> std::io::Result<[U; 2]> {
-        self.unload()?;
+        self.end_levels()?;
         let len = *self.bounds.last().expect("bounds");
         let mut side_codes = |side: Color| -> std::io::Result<U> {
             let mut codes = vec![T::default(); len];
@@ -461,29 +593,43 @@ mod tests {
     use xiangqi::Color;
     use xqtb_core::{RuleSet, Signature, SlotRange, TableId};
 
-    /// Groups kept in memory, as a directory of files would keep them; counts what it stores.
+    /// Groups kept in memory, as a directory of files would keep them; counts the bytes
+    /// written.
     #[derive(Default)]
     struct MemoryScratch {
         groups: Mutex<HashMap<(usize, Color), Vec<u8>>>,
-        puts: std::sync::atomic::AtomicUsize,
+        written: std::sync::atomic::AtomicUsize,
     }
 
     impl Scratch for MemoryScratch {
-        fn put(&self, group: usize, side: Color, parts: &[&[u8]]) -> std::io::Result<()> {
-            self.puts.fetch_add(1, Relaxed);
+        fn write_at(
+            &self,
+            group: usize,
+            side: Color,
+            at: u64,
+            bytes: &[u8],
+        ) -> std::io::Result<()> {
+            self.written.fetch_add(bytes.len(), Relaxed);
             let mut groups = self.groups.lock().unwrap();
-            groups.insert((group, side), parts.concat());
+            let stored = groups.entry((group, side)).or_default();
+            let (at, end) = (at as usize, at as usize + bytes.len());
+            if stored.len() < end {
+                stored.resize(end, 0);
+            }
+            stored[at..end].copy_from_slice(bytes);
             Ok(())
         }
 
-        fn get(&self, group: usize, side: Color, parts: &mut [&mut [u8]]) -> std::io::Result<()> {
+        fn read_at(
+            &self,
+            group: usize,
+            side: Color,
+            at: u64,
+            bytes: &mut [u8],
+        ) -> std::io::Result<()> {
             let groups = self.groups.lock().unwrap();
-            let mut bytes = &groups[&(group, side)][..];
-            for part in parts {
-                part.copy_from_slice(&bytes[..part.len()]);
-                bytes = &bytes[part.len()..];
-            }
-            assert!(bytes.is_empty(), "read back as stored");
+            let at = at as usize;
+            bytes.copy_from_slice(&groups[&(group, side)][at..at + bytes.len()]);
             Ok(())
         }
     }
@@ -525,7 +671,7 @@ mod tests {
                     };
                     let several = largest_job > group_slots.div_ceil(GROUP_ALIGN) * GROUP_ALIGN;
                     assert_eq!(
-                        scratch.puts.load(Relaxed) > 0,
+                        scratch.written.load(Relaxed) > 0,
                         several,
                         "{sig}: groups stored"
                     );

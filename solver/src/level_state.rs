@@ -441,6 +441,23 @@ impl LevelStates {
         std::mem::take(&mut self.segments[side.index()])
     }
 
+    /// Bytes the spills and the far captures' lists hold, which stay in memory whether or not
+    /// the segments are held.
+    pub(crate) fn aside_bytes(&self) -> usize {
+        let spilled: usize = self
+            .spills
+            .iter()
+            .flat_map(|s| s.chunks.iter().flatten())
+            .map(|c| c.len())
+            .sum();
+        let far: usize = self
+            .far
+            .iter()
+            .map(|f| f.lock().map_or(0, |f| f.capacity() * 4))
+            .sum();
+        spilled + far
+    }
+
     /// Gives `side` its states back: segments as [`LevelStates::take_segments`] took them, or
     /// [`LevelStates::empty_segments`] filled since.
     pub(crate) fn put_segments(&mut self, side: Color, segments: Vec<Box<[AtomicU8]>>) {

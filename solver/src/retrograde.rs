@@ -75,7 +75,10 @@ pub(crate) fn retrograde<'s>(
         .over_groups(level, |_, _| false, |_, _| 0)
         .and_then(|_| solver.groups.unload())
         .map_err(scratch_error)?;
-    tracing::info!(table = %signature, levels = level, secs = started.elapsed().as_secs_f64(), "levels done");
+    let traffic = solver.groups.traffic();
+    tracing::info!(table = %signature, levels = level, secs = started.elapsed().as_secs_f64(),
+        scratch_read_bytes = traffic.read, scratch_written_bytes = traffic.written,
+        scratch_secs = traffic.seconds, aside_bytes = solver.groups.aside_bytes(), "levels done");
     Ok(solver.groups)
 }
 
@@ -161,7 +164,7 @@ impl<'a, 's> Levels<'a, 's> {
         work: impl Fn(&Self, &Loaded) -> u64,
     ) -> std::io::Result<u64> {
         let mut sum = 0;
-        for g in 0..self.groups.count() {
+        for g in self.groups.pass_order() {
             let wanted = self.groups.count() == 1
                 || self
                     .chunks_in(self.groups.slots(g))
@@ -195,12 +198,12 @@ impl<'a, 's> Levels<'a, 's> {
                     let a = cur.at(side, slot);
                     match cur.kind(side, slot) {
                         Kind::WonOrIllegal if codes.is_unresolved(a.load(Relaxed)) => {
-                            a.store(codes.resolved(self.last_win.load(Relaxed)), Relaxed);
+                            cur.set(side, slot, codes.resolved(self.last_win.load(Relaxed)));
                         }
                         Kind::Marked => {
                             cur.note(side, slot, Kind::Unresolved);
                             if codes.may_lose_at(a.load(Relaxed), n) {
-                                a.store(CANDIDATE, Relaxed);
+                                cur.set(side, slot, CANDIDATE);
                                 self.marked[c as usize].store(true, Relaxed);
                             }
                         }
@@ -212,7 +215,7 @@ impl<'a, 's> Levels<'a, 's> {
 
     /// Moves every group's window up before level `n` ([`LevelStates::slide`]).
     fn slide(&mut self, n: u16) -> std::io::Result<()> {
-        for g in 0..self.groups.count() {
+        for g in self.groups.pass_order() {
             self.groups.load(g)?;
             self.take_waiting(&self.groups.current(), n);
             let chunks = self.chunks_in(self.groups.slots(g));
@@ -428,7 +431,7 @@ impl<'a, 's> Levels<'a, 's> {
             |side, slot, code, pos| {
                 if code == cap_win {
                     // Lost races with a predecessor write are harmless: both write `won`.
-                    cur.at(side, slot as usize).store(won, Relaxed);
+                    cur.set(side, slot as usize, won);
                     cur.note(side, slot as usize, Kind::WonOrIllegal);
                     self.note_resolved(side, slot as usize, n);
                     return 1;
@@ -446,6 +449,7 @@ impl<'a, 's> Levels<'a, 's> {
                         let now =
                             codes.is_unresolved(a.load(Relaxed)) && a.swap(won, Relaxed) != won;
                         if now {
+                            cur.changed(them, p);
                             cur.note(them, p, Kind::WonOrIllegal);
                         }
                         now
@@ -521,11 +525,10 @@ impl<'a, 's> Levels<'a, 's> {
                         }
                         continue;
                     }
-                    let a = cur.at(them, p);
                     // A position whose capture wins or draws is never lost; one whose capture
                     // loses later than `n` is tested when it falls due.
-                    if codes.may_lose_at(a.load(Relaxed), n) {
-                        a.store(CANDIDATE, Relaxed);
+                    if codes.may_lose_at(cur.at(them, p).load(Relaxed), n) {
+                        cur.set(them, p, CANDIDATE);
                         self.marked[self.job.chunk_of(them, p)].store(true, Relaxed);
                     }
                 }
@@ -547,14 +550,14 @@ impl<'a, 's> Levels<'a, 's> {
             |b| self.marked[b].swap(false, Relaxed) | (self.pending[b].load(Relaxed) == n),
             |c| c == CANDIDATE || c == due,
             |side, slot, _code, pos| {
-                let own = cur.at(side, slot as usize);
+                let slot = slot as usize;
                 if self.all_moves_lose(cur, side, pos) {
-                    own.store(lost, Relaxed);
-                    cur.note(side, slot as usize, Kind::Lost);
-                    self.note_resolved(side, slot as usize, n);
+                    cur.set(side, slot, lost);
+                    cur.note(side, slot, Kind::Lost);
+                    self.note_resolved(side, slot, n);
                     1
                 } else {
-                    own.store(LOSES_BY_NOW, Relaxed);
+                    cur.set(side, slot, LOSES_BY_NOW);
                     0
                 }
             },
