@@ -157,6 +157,9 @@ pub(crate) struct LevelGroups<'s> {
     chunks: usize,
     /// What moving groups between memory and scratch has cost so far, for the log.
     traffic: Traffic,
+    /// Per group and side, where the spills stored in scratch end: they follow the group's
+    /// states (a byte per slot).
+    spill_ends: Vec<[u64; 2]>,
     /// Per side: the segments of the group stored last, for the next group loaded to fill
     /// (memory the allocator would otherwise return and fault in again at every load).
     spare: [Vec<Box<[AtomicU8]>>; 2],
@@ -295,6 +298,9 @@ impl<'s> LevelGroups<'s> {
             }),
             chunks: job.chunks as usize,
             traffic: Traffic::default(),
+            spill_ends: (0..groups)
+                .map(|g| [(bounds[g + 1] - bounds[g]) as u64; 2])
+                .collect(),
             spare: [Vec::new(), Vec::new()],
             bounds,
         }
@@ -486,11 +492,28 @@ impl<'s> LevelGroups<'s> {
         }
     }
 
-    /// The group in memory, to slide its window (which changes any of its states).
-    pub(crate) fn current_mut(&mut self) -> &mut LevelStates {
+    /// Slides the window of the group in memory before level `n` ([`LevelStates::slide`],
+    /// which changes any of its states, and sets `pending` for its chunks). With several groups
+    /// the levels the slide spilled go to scratch, after the group's states: they are read only
+    /// when the levels are done, and would otherwise grow in memory with the job.
+    pub(crate) fn slide_current(
+        &mut self,
+        n: u16,
+        pending: &[std::sync::atomic::AtomicU16],
+    ) -> std::io::Result<()> {
         let g = self.loaded.expect("a group in memory");
         self.all_changed(g);
-        &mut self.states[g]
+        self.states[g].slide(n, pending);
+        if let Some(scratch) = self.scratch {
+            let ends = &mut self.spill_ends[g];
+            self.states[g].store_spills(&mut |side, bytes| {
+                let at = ends[side.index()];
+                scratch.write_at(g, side, at, bytes)?;
+                ends[side.index()] += bytes.len() as u64;
+                Ok(at)
+            })?;
+        }
+        Ok(())
     }
 
     /// The two-byte codes of every entry for the rule phase (see
@@ -546,15 +569,17 @@ impl<'s> LevelGroups<'s> {
     fn values_of(&mut self, g: usize, side: Color, narrow: bool) -> std::io::Result<Codes> {
         let len = self.bounds[g + 1] - self.bounds[g];
         self.read_side(g, side)?;
+        let scratch = self.scratch.expect("several groups");
+        let read = |at, bytes: &mut [u8]| scratch.read_at(g, side, at, bytes);
         let states = &mut self.states[g];
         let draw = level_state::draw_code;
         Ok(if narrow {
             let mut to = vec![0u8; len];
-            states.convert_side_into(side, &draw, &level_state::narrow_value, &mut to);
+            states.convert_side_into(side, &draw, &level_state::narrow_value, &mut to, &read)?;
             level_state::narrow_codes(to)
         } else {
             let mut wide = vec![0u16; len];
-            states.convert_side_into(side, &draw, &|c| c, &mut wide);
+            states.convert_side_into(side, &draw, &|c| c, &mut wide, &read)?;
             Codes::from(wide)
         })
     }
@@ -573,7 +598,9 @@ impl<'s> LevelGroups<'s> {
             for g in 0..self.count() {
                 self.read_side(g, side)?;
                 let to = &mut codes[self.bounds[g]..self.bounds[g + 1]];
-                self.states[g].convert_side_into(side, &unresolved, &out, to);
+                let scratch = self.scratch.expect("several groups");
+                let read = |at, bytes: &mut [u8]| scratch.read_at(g, side, at, bytes);
+                self.states[g].convert_side_into(side, &unresolved, &out, to, &read)?;
             }
             Ok(finish(codes))
         };

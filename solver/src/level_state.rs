@@ -83,8 +83,18 @@ struct Spill {
     base: u16,
     /// Per chunk of both sides ([`LevelStates::chunk_of`]): the chunk's spilled levels, a byte
     /// per slot, zstd-compressed; `None` when the slide spilled nothing there.
-    chunks: Vec<Option<Box<[u8]>>>,
+    chunks: Vec<Option<Spilled>>,
 }
+
+/// A chunk's compressed spilled levels: in memory, or stored beside a job's states on local
+/// disk ([`LevelStates::store_spills`]), since they are read only when the levels are done.
+enum Spilled {
+    Held(Box<[u8]>),
+    Stored { at: u64, len: usize },
+}
+
+/// Reads back `bytes.len()` bytes that [`LevelStates::store_spills`] stored at `at` for a side.
+pub(crate) type SpillReader<'r> = dyn Fn(u64, &mut [u8]) -> std::io::Result<()> + Sync + 'r;
 
 /// The one-byte states of a job's entries (see the module's documentation).
 pub(crate) struct LevelStates {
@@ -326,9 +336,11 @@ impl LevelStates {
                 });
                 pending[c].store(next, Relaxed);
                 any.then(|| {
-                    zstd::bulk::compress(&spilled, 1)
-                        .expect("compressing a byte array in memory")
-                        .into_boxed_slice()
+                    Spilled::Held(
+                        zstd::bulk::compress(&spilled, 1)
+                            .expect("compressing a byte array in memory")
+                            .into_boxed_slice(),
+                    )
                 })
             })
             .collect();
@@ -344,6 +356,27 @@ impl LevelStates {
     /// ([`crate::state::Undecided::new`]).
     pub(crate) fn into_codes(self) -> [Vec<u16>; 2] {
         self.convert(rule_phase_code, |code| code, |codes| codes)
+    }
+
+    /// Hands every spilled chunk held in memory to `store` (the chunk's side and compressed
+    /// bytes; it returns where it put them) and keeps only where it went: a job with its states
+    /// on local disk keeps its spills there too.
+    pub(crate) fn store_spills(
+        &mut self,
+        store: &mut dyn FnMut(Color, &[u8]) -> std::io::Result<u64>,
+    ) -> std::io::Result<()> {
+        let chunks = self.chunks;
+        for spill in &mut self.spills {
+            for (c, chunk) in spill.chunks.iter_mut().enumerate() {
+                if let Some(Spilled::Held(bytes)) = chunk {
+                    let side = if c < chunks { Color::Red } else { Color::Black };
+                    let at = store(side, bytes)?;
+                    let len = bytes.len();
+                    *chunk = Some(Spilled::Stored { at, len });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The finished values under `cycles-are-draws`, per side to move: the value where it was
@@ -374,22 +407,28 @@ impl LevelStates {
         out: impl Fn(u16) -> T + Sync,
         mut finish: impl FnMut(Vec<T>) -> U,
     ) -> [U; 2] {
+        let held = |_: u64, _: &mut [u8]| -> std::io::Result<()> {
+            unreachable!("the spills of states held whole stay in memory")
+        };
         Color::ALL.map(|side| {
             let mut codes = vec![T::default(); self.len];
-            self.convert_side_into(side, &unresolved, &out, &mut codes);
+            self.convert_side_into(side, &unresolved, &out, &mut codes, &held)
+                .expect("spills in memory");
             finish(codes)
         })
     }
 
     /// Writes the codes of `side`'s entries into `to` (a slot each), as
-    /// [`LevelStates::convert`] does, freeing the side's segments as they are read.
+    /// [`LevelStates::convert`] does, freeing the side's segments as they are read; spills
+    /// stored away ([`LevelStates::store_spills`]) are read back through `read`.
     pub(crate) fn convert_side_into<T: Send + Sync>(
         &mut self,
         side: Color,
         unresolved: &(impl Fn(bool) -> u16 + Sync),
         out: &(impl Fn(u16) -> T + Sync),
         to: &mut [T],
-    ) {
+        read: &SpillReader,
+    ) -> std::io::Result<()> {
         assert_eq!(to.len(), self.len, "one code per slot");
         let (window, base, chunks, spills) = (self.window, self.base, self.chunks, &self.spills);
         let chunks_per_segment = SEGMENT_SLOTS / CHUNK_SLOTS as usize;
@@ -398,22 +437,26 @@ impl LevelStates {
             .into_par_iter()
             .zip(to.par_chunks_mut(SEGMENT_SLOTS))
             .enumerate()
-            .for_each(|(s, (segment, to))| {
+            .try_for_each(|(s, (segment, to))| -> std::io::Result<()> {
                 for (k, (states, to)) in segment
                     .chunks(CHUNK_SLOTS as usize)
                     .zip(to.chunks_mut(CHUNK_SLOTS as usize))
                     .enumerate()
                 {
                     let chunk = side.index() * chunks + s * chunks_per_segment + k;
-                    let spilled: Vec<(u16, Vec<u8>)> = spills
-                        .iter()
-                        .filter_map(|spill| {
-                            let bytes = spill.chunks[chunk].as_ref()?;
-                            let raw = zstd::bulk::decompress(bytes, CHUNK_SLOTS as usize)
-                                .expect("a spill this process compressed");
-                            Some((spill.base, raw))
-                        })
-                        .collect();
+                    let mut spilled: Vec<(u16, Vec<u8>)> = Vec::new();
+                    for spill in spills {
+                        let raw = match &spill.chunks[chunk] {
+                            None => continue,
+                            Some(Spilled::Held(bytes)) => decompress_spill(bytes)?,
+                            Some(Spilled::Stored { at, len }) => {
+                                let mut bytes = vec![0; *len];
+                                read(*at, &mut bytes)?;
+                                decompress_spill(&bytes)?
+                            }
+                        };
+                        spilled.push((spill.base, raw));
+                    }
                     let level_spilled = |k: usize| {
                         spilled
                             .iter()
@@ -432,7 +475,8 @@ impl LevelStates {
                     }
                 }
                 drop(segment);
-            });
+                Ok(())
+            })
     }
 
     /// The segments of `side`'s states, taken out (to be kept elsewhere until
@@ -448,7 +492,10 @@ impl LevelStates {
             .spills
             .iter()
             .flat_map(|s| s.chunks.iter().flatten())
-            .map(|c| c.len())
+            .map(|c| match c {
+                Spilled::Held(bytes) => bytes.len(),
+                Spilled::Stored { .. } => 0,
+            })
             .sum();
         let far: usize = self
             .far
@@ -484,6 +531,12 @@ impl LevelStates {
             })
             .collect()
     }
+}
+
+/// A chunk's spilled levels from their compressed bytes (an error when bytes stored away came
+/// back damaged).
+fn decompress_spill(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    zstd::bulk::decompress(bytes, CHUNK_SLOTS as usize)
 }
 
 /// The bytes of states held with exclusive access, to be copied to or from a file without a

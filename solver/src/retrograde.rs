@@ -220,7 +220,7 @@ impl<'a, 's> Levels<'a, 's> {
             self.take_waiting(&self.groups.current(), n);
             let chunks = self.chunks_in(self.groups.slots(g));
             let local: Vec<AtomicU16> = chunks.iter().map(|_| AtomicU16::new(0)).collect();
-            self.groups.current_mut().slide(n, &local);
+            self.groups.slide_current(n, &local)?;
             for (c, level) in chunks.iter().zip(local) {
                 self.pending[*c as usize].store(level.into_inner(), Relaxed);
             }
