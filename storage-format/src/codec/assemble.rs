@@ -23,9 +23,12 @@ pub fn assemble_parts(parts: Vec<EncodedTable>) -> Result<EncodedTable, CodecErr
     let mut blocks: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
     for p in parts {
         assembly.start_part(&p.header);
-        for side in Color::ALL {
-            for (b, stored) in p.blocks[side.index()].iter().enumerate() {
-                let block = assembly.block(&p.header, side, b as u32, stored.clone())?;
+        // Each block moves into the whole table (most are kept as they are), so the table's
+        // bytes are never on the heap twice.
+        let [red, black] = p.blocks;
+        for (side, side_blocks) in [(Color::Red, red), (Color::Black, black)] {
+            for (b, stored) in side_blocks.into_iter().enumerate() {
+                let block = assembly.block(&p.header, side, b as u32, stored)?;
                 blocks[side.index()].push(block);
             }
         }
