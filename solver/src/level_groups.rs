@@ -31,7 +31,8 @@
 //! first few change a small part of a group, so this saves most of the writing. Groups are
 //! visited in ascending order, or descending when the one in memory lies in the upper half, so
 //! that a pass most often starts with the group the previous pass ended with and need not load
-//! it again.
+//! it again. The levels a slide of the window spills ([`crate::level_state`]) are written after
+//! their group's states in scratch, since they are read only when the levels are done.
 //!
 //! With the whole job in memory there is one group, always loaded, and no kinds.
 
