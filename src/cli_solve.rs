@@ -47,6 +47,12 @@ pub struct SolveArgs {
         requires = "states_on_disk"
     )]
     group_memory: bytesize::ByteSize,
+    /// With --states-on-disk, under cycles-are-draws: this many workers share each table in
+    /// this process, each with --threads threads, solving its own groups level by level and
+    /// handing the others what crosses between them, as workers on several machines do. The
+    /// tables are the same; what each level sent is logged.
+    #[arg(long, value_name = "WORKERS", requires = "states_on_disk")]
+    shared_by: Option<usize>,
 }
 
 pub fn run(args: SolveArgs) -> Result<()> {
@@ -145,6 +151,28 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 let encoded = pool.install(|| encode_table(&table));
                 (encoded, counts, Some(table), Some(start.elapsed()))
             }
+            Some(dir) if args.shared_by.is_some() => {
+                let workers = args.shared_by.unwrap_or(1);
+                // Each worker has a pool of its own; the verification, which workers would
+                // share too, runs on as many threads as they have together.
+                let threads = args.threads.unwrap_or(0) * workers;
+                let verify_pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()?;
+                let (encoded, counts, traffic) = verify_pool.install(|| {
+                    worker::solve_shared_in_process(
+                        id,
+                        workers,
+                        args.threads.unwrap_or(0),
+                        (args.group_memory.as_u64() / 2).max(1),
+                        dir,
+                        deps,
+                        &on_progress,
+                    )
+                })?;
+                log_traffic(id, &traffic);
+                (encoded, counts, None, None)
+            }
             Some(dir) => {
                 let scratch = worker::DirScratch::create(dir).with_context(|| {
                     format!(
@@ -155,6 +183,7 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 let states = solver::StateStore::Groups {
                     group_slots: (args.group_memory.as_u64() / 2).max(1),
                     scratch: &scratch,
+                    share: None,
                 };
                 let slots = xqtb_core::SlotRange::whole(&sig);
                 let (encoded, counts) = pool
@@ -266,4 +295,18 @@ pub fn cpu_seconds() -> f64 {
 pub fn peak_memory() -> String {
     worker::peak_rss_bytes()
         .map_or_else(|| "unknown".into(), |b| format!("{:.1} MB", b as f64 / 1e6))
+}
+
+/// Logs what the workers sharing table `id` sent each other, per level and in all.
+fn log_traffic(id: TableId, traffic: &[solver::PassTraffic]) {
+    let (mut words, mut bytes) = (0, 0);
+    for t in traffic {
+        tracing::info!(table = %id, pass = ?t.pass, words = t.words, bytes = t.bytes, resolved = t.resolved, "updates sent");
+        words += t.words;
+        bytes += t.bytes;
+    }
+    println!(
+        "  {id}: the workers sent each other {words} words of kinds in {} passes, {bytes} bytes",
+        traffic.len()
+    );
 }

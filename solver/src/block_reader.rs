@@ -35,6 +35,15 @@ pub struct Legal {
     bits: [Vec<u64>; 2],
 }
 
+impl std::fmt::Debug for Legal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The bits are a bit per entry: far too many to print.
+        f.debug_struct("Legal")
+            .field("slots", &self.slots)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Legal {
     /// The legal entries of the slots `slots` of `index`, computed in parallel.
     pub fn of(index: &TableIndex, slots: SlotRange) -> Legal {

@@ -27,6 +27,9 @@ pub enum SolveError {
     /// Storing or reading back the states a job keeps on local disk failed.
     #[error("cannot solve {0}: its states on local disk: {1}")]
     Scratch(Signature, String),
+    /// The workers sharing a job could not work together on it.
+    #[error("cannot solve {0} shared by several workers: {1}")]
+    Share(Signature, String),
     /// The slots asked for are not a union of whole slices of the table (or not within it).
     #[error("cannot solve slots {slots} of {table}: they are not a union of whole pawn slices")]
     NotSlices {

@@ -34,9 +34,15 @@
 //! it again. The levels a slide of the window spills ([`crate::level_state`]) are written after
 //! their group's states in scratch, since they are read only when the levels are done.
 //!
+//! A job in groups can be shared by several workers ([`crate::level_share`]): each visits only
+//! its own groups, keeps a replica of every entry's kind, and at the end of each pass sends
+//! the others the words of kinds it changed ([`LevelGroups::send_updates`]) and takes theirs in
+//! ([`LevelGroups::receive_updates`]).
+//!
 //! With the whole job in memory there is one group, always loaded, and no kinds.
 
 use crate::CHUNK_SLOTS;
+use crate::level_share::{self, ENTRIES_PER_WORD, Pass, Share, Updates};
 use crate::level_state::{self, LevelStates};
 use crate::position::Job;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
@@ -77,7 +83,22 @@ pub enum StateStore<'a> {
         group_slots: u64,
         /// Where the groups not in memory are kept.
         scratch: &'a dyn Scratch,
+        /// With several workers sharing the job: this worker solves only the groups
+        /// [`Share::owner`] gives it, and trades updates with the others through
+        /// [`Share::exchange`].
+        share: Option<Share<'a>>,
     },
+}
+
+/// How many groups a job of `len` slots per side has in groups of about `group_slots` slots
+/// ([`StateStore::Groups`]).
+pub fn group_count(len: u64, group_slots: u64) -> usize {
+    len.div_ceil(group_step(group_slots)) as usize
+}
+
+/// The slots of each group but the last: `group_slots` rounded up to whole groups' alignment.
+fn group_step(group_slots: u64) -> u64 {
+    group_slots.div_ceil(GROUP_ALIGN).max(1) * GROUP_ALIGN
 }
 
 /// The kind of an entry, two bits: see the module documentation.
@@ -93,26 +114,65 @@ pub(crate) enum Kind {
 }
 
 /// The kinds of every entry, 32 to a word, per side to move.
-struct Kinds([Vec<AtomicU64>; 2]);
+struct Kinds {
+    words: [Vec<AtomicU64>; 2],
+    /// With the job shared: per side, a bit per word, set when the word changes, for the
+    /// updates sent at the end of the pass.
+    dirty: Option<[Vec<AtomicU64>; 2]>,
+}
 
 impl Kinds {
-    /// Every entry illegal.
-    fn new(len: usize) -> Kinds {
-        Kinds([0, 1].map(|_| {
-            (0..len.div_ceil(32))
-                .map(|_| AtomicU64::new(u64::MAX))
-                .collect()
-        }))
+    /// Every entry illegal; `shared` keeps track of the words that change.
+    fn new(len: usize, shared: bool) -> Kinds {
+        let words = len.div_ceil(ENTRIES_PER_WORD);
+        let zeros = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
+        Kinds {
+            words: [0, 1].map(|_| (0..words).map(|_| AtomicU64::new(u64::MAX)).collect()),
+            dirty: shared.then(|| [0, 1].map(|_| zeros(words.div_ceil(64)))),
+        }
     }
 
     #[inline]
     fn word(&self, side: Color, slot: usize) -> (&AtomicU64, u32) {
-        (&self.0[side.index()][slot / 32], 2 * (slot % 32) as u32)
+        let shift = 2 * (slot % ENTRIES_PER_WORD) as u32;
+        (&self.words[side.index()][slot / ENTRIES_PER_WORD], shift)
+    }
+
+    /// Notes that word `w` of `side` changes, when the job is shared.
+    #[inline]
+    fn touch(&self, side: Color, w: usize) {
+        if let Some(dirty) = &self.dirty {
+            let (bits, bit) = (&dirty[side.index()][w / 64], 1u64 << (w % 64));
+            if bits.load(Relaxed) & bit == 0 {
+                bits.fetch_or(bit, Relaxed);
+            }
+        }
+    }
+
+    /// Takes the changed words of `side` in index order, handing each to `f` with its index.
+    fn take_dirty(
+        &self,
+        side: Color,
+        f: &mut dyn FnMut(u64, u64) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let Some(dirty) = &self.dirty else {
+            return Ok(());
+        };
+        for (i, bits) in dirty[side.index()].iter().enumerate() {
+            let mut b = bits.swap(0, Relaxed);
+            while b != 0 {
+                let w = i * 64 + b.trailing_zeros() as usize;
+                b &= b - 1;
+                f(w as u64, self.words[side.index()][w].load(Relaxed))?;
+            }
+        }
+        Ok(())
     }
 
     #[inline]
     fn get(&self, side: Color, slot: usize) -> Kind {
-        let (w, shift) = self.word(side, slot);
+        let w = &self.words[side.index()][slot / ENTRIES_PER_WORD];
+        let shift = 2 * (slot % ENTRIES_PER_WORD) as u32;
         match (w.load(Relaxed) >> shift) & 3 {
             0 => Kind::Unresolved,
             1 => Kind::Marked,
@@ -127,16 +187,27 @@ impl Kinds {
         let (w, shift) = self.word(side, slot);
         w.fetch_and(!(3 << shift), Relaxed);
         w.fetch_or((kind as u64) << shift, Relaxed);
+        self.touch(side, slot / ENTRIES_PER_WORD);
     }
 
     /// Makes an unresolved entry `kind`; `false` when it was not [`Kind::Unresolved`].
     #[inline]
     fn claim(&self, side: Color, slot: usize, kind: Kind) -> bool {
         let (w, shift) = self.word(side, slot);
-        w.fetch_update(Relaxed, Relaxed, |x| {
-            ((x >> shift) & 3 == 0).then_some(x | (kind as u64) << shift)
-        })
-        .is_ok()
+        let claimed = w
+            .fetch_update(Relaxed, Relaxed, |x| {
+                ((x >> shift) & 3 == 0).then_some(x | (kind as u64) << shift)
+            })
+            .is_ok();
+        if claimed {
+            self.touch(side, slot / ENTRIES_PER_WORD);
+        }
+        claimed
+    }
+
+    /// The words of `side`, for the updates of other workers.
+    fn side(&self, side: Color) -> &[AtomicU64] {
+        &self.words[side.index()]
     }
 }
 
@@ -164,6 +235,9 @@ pub(crate) struct LevelGroups<'s> {
     /// Per side: the segments of the group stored last, for the next group loaded to fill
     /// (memory the allocator would otherwise return and fault in again at every load).
     spare: [Vec<Box<[AtomicU8]>>; 2],
+    /// With the job shared by several workers: how, and which groups are this worker's.
+    share: Option<Share<'s>>,
+    owned: Vec<bool>,
 }
 
 /// Bytes moved between memory and scratch, and the time it took.
@@ -263,20 +337,24 @@ impl<'s> LevelGroups<'s> {
     /// `store` says.
     pub(crate) fn new(job: &Job, window: u16, store: StateStore<'s>) -> LevelGroups<'s> {
         let len = job.len() as usize;
-        let (bounds, scratch) = match store {
-            StateStore::Memory => (vec![0, len], None),
+        let (bounds, scratch, share) = match store {
+            StateStore::Memory => (vec![0, len], None, None),
             StateStore::Groups {
                 group_slots,
                 scratch,
+                share,
             } => {
-                let step = (group_slots.div_ceil(GROUP_ALIGN).max(1) * GROUP_ALIGN) as usize;
+                let step = group_step(group_slots) as usize;
                 let mut b: Vec<usize> = (0..len).step_by(step).collect();
                 b.push(len);
-                (b, Some(scratch))
+                (b, Some(scratch), share)
             }
         };
         let groups = bounds.len() - 1;
         let several = groups > 1;
+        let owned = (0..groups)
+            .map(|g| share.is_none_or(|s| s.owner(g) == s.worker))
+            .collect();
         LevelGroups {
             // With several groups each is given its states when the first pass creates it.
             states: (0..groups)
@@ -291,7 +369,7 @@ impl<'s> LevelGroups<'s> {
                 .collect(),
             scratch: scratch.filter(|_| several),
             loaded: (!several).then_some(0),
-            kinds: several.then(|| Kinds::new(len)),
+            kinds: several.then(|| Kinds::new(len, share.is_some())),
             changed: several.then(|| {
                 (0..2 * job.chunks)
                     .map(|_| AtomicBool::new(false))
@@ -304,6 +382,150 @@ impl<'s> LevelGroups<'s> {
                 .collect(),
             spare: [Vec::new(), Vec::new()],
             bounds,
+            share,
+            owned,
+        }
+    }
+
+    /// The groups this worker solves: all of them unless the job is shared.
+    pub(crate) fn own_groups(&self) -> Vec<usize> {
+        (0..self.count()).filter(|&g| self.owned[g]).collect()
+    }
+
+    /// Whether job slot `slot` lies in one of this worker's groups.
+    pub(crate) fn owns(&self, slot: usize) -> bool {
+        self.owned[self.bounds.partition_point(|&b| b <= slot) - 1]
+    }
+
+    /// How the job is shared, if it is.
+    pub(crate) fn share(&self) -> Option<Share<'s>> {
+        self.share
+    }
+
+    /// With the job shared, hands the other workers this worker's updates of `pass`
+    /// ([`crate::level_share`]): the words of kinds changed in it (after a loss level's first
+    /// pass only those of other workers' entries, whose marks are then dropped here), the
+    /// entries it resolved, and after the start the last level a capture falls due at.
+    pub(crate) fn send_updates(
+        &self,
+        pass: Pass,
+        resolved: u64,
+        last_capture: u16,
+    ) -> std::io::Result<()> {
+        let Some(share) = self.share else {
+            return Ok(());
+        };
+        let empty = || Updates {
+            pass,
+            ..Updates::default()
+        };
+        let mut batch = empty();
+        let mut words = 0;
+        if let Some(kinds) = &self.kinds {
+            for side in Color::ALL {
+                kinds.take_dirty(side, &mut |w, word| {
+                    let own = self.owns(w as usize * ENTRIES_PER_WORD);
+                    if matches!(pass, Pass::Mark(_)) {
+                        if own {
+                            return Ok(());
+                        }
+                        let a = &kinds.side(side)[w as usize];
+                        a.store(level_share::unmark_word(a.load(Relaxed)), Relaxed);
+                    }
+                    batch.words[side.index()].push((w, word));
+                    words += 1;
+                    if words == level_share::BATCH_WORDS {
+                        words = 0;
+                        share
+                            .exchange
+                            .send(share.worker, std::mem::replace(&mut batch, empty()))?;
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        batch.resolved = resolved;
+        batch.last_capture = last_capture;
+        share.exchange.send(share.worker, batch)
+    }
+
+    /// With the job shared, takes in the other workers' updates of `pass` (see
+    /// [`LevelGroups::send_updates`]), calling `on_own(side, slot, kind)` for each entry of
+    /// this worker's whose kind they changed. Returns the entries they resolved in the pass and
+    /// the last level their captures fall due at.
+    pub(crate) fn receive_updates(
+        &self,
+        pass: Pass,
+        on_own: &mut dyn FnMut(Color, usize, Kind),
+    ) -> std::io::Result<(u64, u16)> {
+        let Some(share) = self.share else {
+            return Ok((0, 0));
+        };
+        let (mut resolved, mut last_capture) = (0, 0);
+        share.exchange.receive(share.worker, pass, &mut |u: Updates| {
+            if u.pass != pass {
+                return Err(std::io::Error::other(format!(
+                    "updates of {:?} came during {pass:?}: the workers sharing the job are out of step",
+                    u.pass
+                )));
+            }
+            resolved += u.resolved;
+            last_capture = last_capture.max(u.last_capture);
+            let Some(kinds) = &self.kinds else {
+                return Ok(());
+            };
+            for side in Color::ALL {
+                let words = kinds.side(side);
+                for &(w, word) in &u.words[side.index()] {
+                    let Some(a) = words.get(w as usize) else {
+                        return Err(std::io::Error::other(format!(
+                            "updates of {pass:?} name word {w}, past the job's {}",
+                            words.len()
+                        )));
+                    };
+                    let own = self.owns(w as usize * ENTRIES_PER_WORD);
+                    match (pass, own) {
+                        // The start sends each worker's own entries, which no other writes.
+                        (Pass::Start, false) => a.store(word, Relaxed),
+                        (Pass::Start, true) | (Pass::Mark(_), false) => {}
+                        _ => {
+                            let old = a
+                                .fetch_update(Relaxed, Relaxed, |x| {
+                                    Some(level_share::merge_word(x, word))
+                                })
+                                .expect("always updates");
+                            let new = level_share::merge_word(old, word);
+                            if own && new != old {
+                                self.changed_kinds(side, w, old, new, on_own);
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok((resolved, last_capture))
+    }
+
+    /// Calls `on_own` for each entry of word `w` of `side` whose kind went from `old` to `new`.
+    fn changed_kinds(
+        &self,
+        side: Color,
+        w: u64,
+        old: u64,
+        new: u64,
+        on_own: &mut dyn FnMut(Color, usize, Kind),
+    ) {
+        let mut diff = old ^ new;
+        while diff != 0 {
+            let i = diff.trailing_zeros() / 2;
+            diff &= !(3 << (2 * i));
+            let slot = w as usize * ENTRIES_PER_WORD + i as usize;
+            on_own(
+                side,
+                slot,
+                self.kinds.as_ref().expect("kinds").get(side, slot),
+            );
         }
     }
 
@@ -316,11 +538,12 @@ impl<'s> LevelGroups<'s> {
     /// memory lies in the upper half, so that the pass most often starts with it (the last
     /// pass ended with it, and the groups beyond it had no work then).
     pub(crate) fn pass_order(&self) -> Vec<usize> {
+        let mut order = self.own_groups();
         let n = self.count();
-        let backwards = self.loaded.is_some_and(|g| n > 1 && 2 * g >= n);
-        (0..n)
-            .map(|i| if backwards { n - 1 - i } else { i })
-            .collect()
+        if self.loaded.is_some_and(|g| n > 1 && 2 * g >= n) {
+            order.reverse();
+        }
+        order
     }
 
     /// The job slots of group `g`.
@@ -328,9 +551,15 @@ impl<'s> LevelGroups<'s> {
         self.bounds[g]..self.bounds[g + 1]
     }
 
-    /// The states of any group, for their window codes (every group has the same window).
+    /// The states of any of this worker's groups, for their window codes (every group has
+    /// the same window).
     pub(crate) fn codes(&self) -> &LevelStates {
-        &self.states[0]
+        let first = self
+            .owned
+            .iter()
+            .position(|&o| o)
+            .expect("a group of this worker's");
+        &self.states[first]
     }
 
     /// Brings group `g` into memory, storing the one there first.
@@ -557,7 +786,7 @@ impl<'s> LevelGroups<'s> {
         self.end_levels()?;
         // Every group narrow or every group wide, as the whole job would be.
         let narrow = self.codes().values_fit_a_byte();
-        for g in 0..self.count() {
+        for g in self.own_groups() {
             let red = self.values_of(g, Color::Red, narrow)?;
             let black = self.values_of(g, Color::Black, narrow)?;
             on_part(self.bounds[g]..self.bounds[g + 1], [red, black]);
@@ -611,56 +840,44 @@ impl<'s> LevelGroups<'s> {
     }
 }
 
+/// Groups kept in memory, as a directory of files would keep them; counts the bytes
+/// written.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct MemoryScratch {
+    groups: std::sync::Mutex<std::collections::HashMap<(usize, Color), Vec<u8>>>,
+    pub(crate) written: std::sync::atomic::AtomicUsize,
+}
+
+#[cfg(test)]
+impl Scratch for MemoryScratch {
+    fn write_at(&self, group: usize, side: Color, at: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.written.fetch_add(bytes.len(), Relaxed);
+        let mut groups = self.groups.lock().unwrap();
+        let stored = groups.entry((group, side)).or_default();
+        let (at, end) = (at as usize, at as usize + bytes.len());
+        if stored.len() < end {
+            stored.resize(end, 0);
+        }
+        stored[at..end].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn read_at(&self, group: usize, side: Color, at: u64, bytes: &mut [u8]) -> std::io::Result<()> {
+        let groups = self.groups.lock().unwrap();
+        let at = at as usize;
+        bytes.copy_from_slice(&groups[&(group, side)][at..at + bytes.len()]);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{GROUP_ALIGN, Scratch, StateStore};
+    use super::{GROUP_ALIGN, MemoryScratch, StateStore};
     use crate::CHUNK_SLOTS;
-    use std::collections::HashMap;
-    use std::sync::Mutex;
     use std::sync::atomic::Ordering::Relaxed;
     use xiangqi::Color;
     use xqtb_core::{RuleSet, Signature, SlotRange, TableId};
-
-    /// Groups kept in memory, as a directory of files would keep them; counts the bytes
-    /// written.
-    #[derive(Default)]
-    struct MemoryScratch {
-        groups: Mutex<HashMap<(usize, Color), Vec<u8>>>,
-        written: std::sync::atomic::AtomicUsize,
-    }
-
-    impl Scratch for MemoryScratch {
-        fn write_at(
-            &self,
-            group: usize,
-            side: Color,
-            at: u64,
-            bytes: &[u8],
-        ) -> std::io::Result<()> {
-            self.written.fetch_add(bytes.len(), Relaxed);
-            let mut groups = self.groups.lock().unwrap();
-            let stored = groups.entry((group, side)).or_default();
-            let (at, end) = (at as usize, at as usize + bytes.len());
-            if stored.len() < end {
-                stored.resize(end, 0);
-            }
-            stored[at..end].copy_from_slice(bytes);
-            Ok(())
-        }
-
-        fn read_at(
-            &self,
-            group: usize,
-            side: Color,
-            at: u64,
-            bytes: &mut [u8],
-        ) -> std::io::Result<()> {
-            let groups = self.groups.lock().unwrap();
-            let at = at as usize;
-            bytes.copy_from_slice(&groups[&(group, side)][at..at + bytes.len()]);
-            Ok(())
-        }
-    }
 
     /// A job solved with its states in groups gives the table the whole job in memory gives,
     /// bit for bit, under both rule sets, whatever the group size and the window of levels
@@ -681,6 +898,7 @@ mod tests {
                     let store = StateStore::Groups {
                         group_slots,
                         scratch: &scratch,
+                        share: None,
                     };
                     let slots = SlotRange::whole(&sig);
                     let t = crate::solve_range_in(id, slots, store, &tables, &|_| {}).unwrap();

@@ -14,7 +14,8 @@
 //! A job too large for memory keeps its retrograde states on local disk a group at a time
 //! ([`solve_range_in`] with [`StateStore::Groups`]), and under `cycles-are-draws` hands its
 //! table on in parts ([`solve_range_in_parts`]) that are verified from their encoded blocks
-//! ([`verify_blocks`]).
+//! ([`verify_blocks`]). Several workers can share such a job, each solving its own groups
+//! level by level and exchanging what crosses between them ([`Share`], [`Exchange`]).
 //!
 //! Pure computation: depends on the rules (`xiangqi`) and the table model (`xqtb-core`) only,
 //! never on storage, async runtimes or the network (local disk is behind the [`Scratch`]
@@ -24,8 +25,9 @@
 //! - `position`: a job's slots, and a position of it as a board and as index squares, its
 //!   moves' slots;
 //! - `state` and `level_state`: the state of each position during a solve, every code named:
-//!   two bytes through the rule phase, one through the retrograde levels; `level_groups`: the
-//!   level states of a job whole in memory or in groups on local disk;
+//!   two bytes through the rule phase, one through the retrograde levels; `level_share`: what
+//!   the workers sharing a job exchange; `level_groups`: the level states of a job whole in
+//!   memory or in groups on local disk, all of them or a sharing worker's;
 //! - `capture`: the values of the moves that leave a job (captures, pawn advances into other
 //!   slices);
 //! - `retrograde`: the retrograde phase (values that end in mate);
@@ -33,7 +35,8 @@
 //!   applies them to a table (Asian rule set only);
 //! - `table_codes` and `block_reader`: the table's codes as the verifier reads them, decoded
 //!   whole or a block at a time;
-//! - `solve`: one job, both phases; `verify` and `verify_rules`: the independent verifier;
+//! - `solve`: one job, both phases; `share_in_process`: workers sharing a job on threads of
+//!   one process; `verify` and `verify_rules`: the independent verifier;
 //!   [`sample`]: spot checks of stored tables;
 //! - `job`: solve-and-verify, and solving many jobs in memory.
 //!
@@ -53,12 +56,14 @@ mod capture;
 mod error;
 mod job;
 mod level_groups;
+mod level_share;
 mod level_state;
 mod position;
 mod progress;
 mod retrograde;
 pub mod rules;
 pub mod sample;
+mod share_in_process;
 mod slices;
 mod solve;
 mod state;
@@ -69,8 +74,10 @@ mod verify_rules;
 pub use block_reader::Legal;
 pub use error::{JobError, SolveError, VerifyError};
 pub use job::{solve_and_verify, solve_and_verify_range, solve_by_slices, solve_closure_in_memory};
-pub use level_groups::{Scratch, StateStore};
+pub use level_groups::{Scratch, StateStore, group_count};
+pub use level_share::{BATCH_WORDS, Exchange, Pass, Share, Updates};
 pub use progress::Progress;
+pub use share_in_process::{InProcessExchange, PassTraffic, solve_shared_in_process};
 pub use slices::SliceDeps;
 pub use solve::{solve, solve_range, solve_range_in, solve_range_in_parts};
 pub use verify::{verify, verify_blocks, verify_reporting};

@@ -17,6 +17,7 @@ use crate::CHUNK_SLOTS;
 use crate::capture::ExitValues;
 use crate::error::SolveError;
 use crate::level_groups::{Kind, LevelGroups, Loaded, StateStore};
+use crate::level_share::Pass;
 use crate::level_state::{CANDIDATE, Capture, ILLEGAL, LOSES_BY_NOW};
 use crate::position::{Job, SlotPosition};
 use crate::progress::Progress;
@@ -38,10 +39,27 @@ pub(crate) fn retrograde<'s>(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<LevelGroups<'s>, SolveError> {
     let signature = job.index.signature();
-    let scratch_error = |e: std::io::Error| SolveError::Scratch(signature, e.to_string());
+    let scratch_error = |e: std::io::Error| match e.get_ref().and_then(|e| e.downcast_ref()) {
+        Some(ShareFailed(why)) => SolveError::Share(signature, why.clone()),
+        None => SolveError::Scratch(signature, e.to_string()),
+    };
     let mut solver = Levels::new(job, window(), store);
+    if let Some(share) = solver.groups.share() {
+        let groups = solver.groups.count();
+        if share.worker >= share.workers || groups < share.workers {
+            return Err(SolveError::Share(
+                signature,
+                format!(
+                    "worker {} of {} cannot share a job of {groups} groups: each worker needs a \
+                     group of its own (give the groups fewer slots)",
+                    share.worker, share.workers
+                ),
+            ));
+        }
+    }
     let started = std::time::Instant::now();
     let max_pending = solver.init(deps, progress)?;
+    let max_pending = solver.exchange_start(max_pending).map_err(scratch_error)?;
     tracing::info!(table = %signature, secs = started.elapsed().as_secs_f64(), groups = solver.groups.count(), "captures and mates folded");
     let started = std::time::Instant::now();
     let mut level: u16 = 1;
@@ -80,6 +98,23 @@ pub(crate) fn retrograde<'s>(
         scratch_read_bytes = traffic.read, scratch_written_bytes = traffic.written,
         scratch_secs = traffic.seconds, aside_bytes = solver.groups.aside_bytes(), "levels done");
     Ok(solver.groups)
+}
+
+/// Why exchanging updates with the other workers sharing a job failed (carried in an I/O error
+/// by the passes, told apart from the failures of local disk).
+#[derive(Debug)]
+struct ShareFailed(String);
+
+impl std::fmt::Display for ShareFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ShareFailed {}
+
+fn share_failed(e: std::io::Error) -> std::io::Error {
+    std::io::Error::other(ShareFailed(e.to_string()))
 }
 
 /// The window of levels a state byte spans ([`crate::level_state`]).
@@ -136,6 +171,49 @@ impl<'a, 's> Levels<'a, 's> {
             waiting: flags(),
             last_win: AtomicU16::new(0),
         }
+    }
+
+    /// With the job shared, hands the other workers the kinds and the last capture level the
+    /// start gave this worker's entries, and takes theirs in; returns the last capture level of
+    /// the whole job.
+    fn exchange_start(&self, last_capture: u16) -> std::io::Result<u16> {
+        self.groups
+            .send_updates(Pass::Start, 0, last_capture)
+            .map_err(share_failed)?;
+        let (_, others) = self
+            .groups
+            .receive_updates(Pass::Start, &mut |_, _, _| {})
+            .map_err(share_failed)?;
+        Ok(last_capture.max(others))
+    }
+
+    /// With the job shared, hands the other workers this worker's updates of `pass`, which
+    /// resolved `resolved` entries, and takes theirs in: an entry of this worker's that another
+    /// won or marked waits for its group's next load (and a won one is fresh, as if won here).
+    /// Returns the entries all workers resolved in the pass.
+    fn exchange(&self, pass: Pass, resolved: u64) -> std::io::Result<u64> {
+        if self.groups.share().is_none() {
+            return Ok(resolved);
+        }
+        self.groups
+            .send_updates(pass, resolved, 0)
+            .map_err(share_failed)?;
+        let (others, _) = self
+            .groups
+            .receive_updates(pass, &mut |side, slot, kind| {
+                let c = self.job.chunk_of(side, slot);
+                match (pass, kind) {
+                    (Pass::Win(n), Kind::WonOrIllegal) => {
+                        self.waiting[c].store(true, Relaxed);
+                        self.note_resolved(side, slot, n);
+                    }
+                    (Pass::Mark(_), Kind::Marked) => self.waiting[c].store(true, Relaxed),
+                    _ => {}
+                }
+            })
+            .map_err(share_failed)?;
+        self.resolved.fetch_add(others, Relaxed);
+        Ok(resolved + others)
     }
 
     /// Records that (`side`, `slot`) was resolved at `level`.
@@ -279,7 +357,7 @@ impl<'a, 's> Levels<'a, 's> {
         let done = AtomicU64::new(0);
         let exits = ExitValues::new(self.job.index, self.job.rules, deps);
         let mut max_pending = 0;
-        for g in 0..self.groups.count() {
+        for g in self.groups.own_groups() {
             self.groups.create(g).map_err(scratch_error)?;
             let chunks = self.chunks_in(self.groups.slots(g));
             let red = &chunks[..chunks.len() / 2];
@@ -411,7 +489,7 @@ impl<'a, 's> Levels<'a, 's> {
             |s, cur| s.win_group(cur, n),
         )?;
         self.resolved.fetch_add(changed, Relaxed);
-        Ok(changed)
+        self.exchange(Pass::Win(n), changed)
     }
 
     /// [`Levels::win_level`] on the group in memory.
@@ -493,11 +571,13 @@ impl<'a, 's> Levels<'a, 's> {
                 0
             },
         )?;
-        self.over_groups(
+        self.exchange(Pass::Mark(n), 0)?;
+        let changed = self.over_groups(
             n,
             |s, c| s.marked[c].load(Relaxed) || s.pending[c].load(Relaxed) == n,
             |s, cur| s.resolve_candidates(cur, n),
-        )
+        )?;
+        self.exchange(Pass::Resolve(n), changed)
     }
 
     /// The first half of [`Levels::loss_level`] on the group in memory: marks the candidates.

@@ -65,6 +65,14 @@ pub fn solve_range_in(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Table, SolveError> {
     let signature = id.signature;
+    if let StateStore::Groups { share: Some(_), .. } = store {
+        return Err(SolveError::Share(
+            signature,
+            "a shared job is solved under cycles-are-draws and handed on in parts, a part per \
+             group of each worker's (solve_range_in_parts)"
+                .into(),
+        ));
+    }
     let index = check_job(id, slots, deps)?;
     if id.rules.solves_slices_apart(&index) && index.slices_in(slots) > 1 {
         return solve_in_slot_order(id, index, slots, store, deps, progress);
@@ -109,6 +117,8 @@ pub fn solve_range_in_parts(
         legal.add_part(part.slots(), Color::ALL.map(|side| part.codes(side)));
         on_part(part);
     };
+    // A shared job takes the path below under cycles-are-draws, and is refused by
+    // `solve_range_in` otherwise.
     let grouped = matches!(store, StateStore::Groups { .. });
     if id.rules != RuleSet::CyclesAreDraws || !grouped {
         take(solve_range_in(id, slots, store, deps, progress)?);

@@ -15,7 +15,7 @@ mod resources;
 mod scratch;
 
 pub use fault::{FaultArgs, Faults};
-pub use grouped::solve_in_groups;
+pub use grouped::{solve_in_groups, solve_shared_in_process};
 pub use resources::{
     available_memory_bytes, cpu_seconds, peak_rss_bytes, reset_peak_rss, rss_bytes,
 };
@@ -445,6 +445,7 @@ async fn run_job(
                     let states = solver::StateStore::Groups {
                         group_slots: (group_bytes / 2).max(1),
                         scratch: &scratch,
+                        share: None,
                     };
                     let (encoded, _) =
                         solve_in_groups(key.table, key.slots, states, deps, &report)?;
