@@ -71,6 +71,44 @@ fn reference_tables_are_byte_identical_to_the_recorded_ones() {
     assert!(differ.is_empty(), "tables changed:\n{}", differ.join("\n"));
 }
 
+/// Every table of the closure of `tables`, solved by `xqtb solve` under `rules` with `extra`
+/// arguments into a fresh store under `dir` (named after `name`), as exported shards; checks
+/// `solve`'s output with `check`.
+fn solved_shards(
+    dir: &std::path::Path,
+    name: &str,
+    tables: &[&str],
+    rules: &str,
+    extra: &[&str],
+    check: impl Fn(&str),
+) -> Vec<Vec<u8>> {
+    let data = dir.join(format!("data-{name}"));
+    let data_s = data.to_str().unwrap();
+    let mut args = vec!["solve", "--rules", rules, "--data", data_s];
+    args.extend(tables);
+    args.extend(extra);
+    check(&run(&args));
+    let sigs: Vec<xqtb_core::Signature> = tables.iter().map(|t| t.parse().unwrap()).collect();
+    xqtb_core::closure_of(&sigs)
+        .iter()
+        .map(|sig| {
+            let file = dir.join(format!("{}-{name}.xqtb", sig.name()));
+            let file_s = file.to_str().unwrap();
+            run(&[
+                "export",
+                &sig.name(),
+                "-o",
+                file_s,
+                "--data",
+                data_s,
+                "--rules",
+                rules,
+            ]);
+            std::fs::read(&file).unwrap()
+        })
+        .collect()
+}
+
 /// Reading the dependencies through a small block cache (`solve --dependency-cache`) gives the
 /// same tables, byte for byte, as decoding them whole into memory: under the Asian rules, with
 /// defenders and with pawns.
@@ -79,38 +117,48 @@ fn a_dependency_cache_gives_the_same_tables() {
     let dir = std::env::temp_dir().join(format!("xqtb-dep-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let tables = ["KRAvKR", "KRvKN", "KRvKP", "KRPvK"];
-    let shards: Vec<Vec<Vec<u8>>> = [None, Some("1MiB")]
-        .iter()
-        .enumerate()
-        .map(|(i, cache)| {
-            let data = dir.join(format!("data-{i}"));
-            let data_s = data.to_str().unwrap();
-            let mut args = vec!["solve", "--rules", "asian", "--data", data_s];
-            args.extend(tables);
-            if let Some(size) = cache {
-                args.extend(["--dependency-cache", size]);
-            }
-            let out = run(&args);
-            assert_eq!(out.contains("dependency cache:"), cache.is_some(), "{out}");
-            let closure = xqtb_core::closure_of(&tables.map(|t| t.parse().unwrap()));
-            closure
-                .iter()
-                .map(|sig| {
-                    let file = dir.join(format!("{}-{i}.xqtb", sig.name()));
-                    run(&[
-                        "export",
-                        &sig.name(),
-                        "-o",
-                        file.to_str().unwrap(),
-                        "--data",
-                        data_s,
-                    ]);
-                    std::fs::read(&file).unwrap()
-                })
-                .collect()
-        })
-        .collect();
+    let whole = solved_shards(&dir, "whole", &tables, "asian", &[], |out| {
+        assert!(!out.contains("dependency cache:"), "{out}")
+    });
+    let cached = solved_shards(
+        &dir,
+        "cached",
+        &tables,
+        "asian",
+        &["--dependency-cache", "1MiB"],
+        |out| assert!(out.contains("dependency cache:"), "{out}"),
+    );
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(shards[0].len() >= 8, "{} tables", shards[0].len());
-    assert!(shards[0] == shards[1], "the tables differ");
+    assert!(whole.len() >= 8, "{} tables", whole.len());
+    assert!(whole == cached, "the tables differ");
+}
+
+/// Tables shared by three workers (`solve --states-on-disk --shared-by 3`, each worker with
+/// its own groups of 65,536 slots) are the tables solved in memory, byte for byte; a table of
+/// fewer groups than workers is shared by fewer, and the exchange is reported.
+#[test]
+fn tables_shared_by_several_workers_are_the_same_tables() {
+    let dir = std::env::temp_dir().join(format!("xqtb-shared-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let tables = ["KRvKN", "KRNvK"];
+    let rules = "cycles-are-draws";
+    let states = dir.join("states");
+    let states_s = states.to_str().unwrap();
+    let whole = solved_shards(&dir, "whole", &tables, rules, &[], |_| {});
+    let shared_args = [
+        "--states-on-disk",
+        states_s,
+        "--group-memory",
+        "128KiB",
+        "--shared-by",
+        "3",
+        "--threads",
+        "1",
+    ];
+    let shared = solved_shards(&dir, "shared", &tables, rules, &shared_args, |out| {
+        assert!(out.contains("the workers sent each other"), "{out}")
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(whole.len() >= 4, "{} tables", whole.len());
+    assert!(whole == shared, "the shared tables differ");
 }

@@ -171,8 +171,7 @@ impl Kinds {
 
     #[inline]
     fn get(&self, side: Color, slot: usize) -> Kind {
-        let w = &self.words[side.index()][slot / ENTRIES_PER_WORD];
-        let shift = 2 * (slot % ENTRIES_PER_WORD) as u32;
+        let (w, shift) = self.word(side, slot);
         match (w.load(Relaxed) >> shift) & 3 {
             0 => Kind::Unresolved,
             1 => Kind::Marked,

@@ -2,12 +2,19 @@
 //! scratch, exchanging their updates as encoded bytes through memory: the exchange the tests
 //! and the benchmarks of shared jobs use, with what it carried counted per pass. Across
 //! machines the shells carry the same bytes ([`crate::Exchange`]).
+//!
+//! A worker that fails can be **replaced**: the exchange keeps every pass's updates once all
+//! workers have taken them (its log), and a replacement with a fresh scratch solves the failed
+//! worker's groups from the start, taking the others' updates of the passes already done from
+//! the log without waiting, until it reaches the pass the others wait in. Since a pass is a
+//! function of what came before it, the replacement sends the same updates the failed worker
+//! sent (the exchange checks that it does, byte for byte), and the table is the same.
 
 use crate::block_reader::Legal;
 use crate::error::SolveError;
 use crate::level_groups::{Scratch, StateStore};
 use crate::level_share::{Exchange, Pass, Share, Updates};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::sync::{Condvar, Mutex};
 use xiangqi::Color;
@@ -30,10 +37,27 @@ pub struct PassTraffic {
 /// An [`Exchange`] between workers on threads of one process.
 pub struct InProcessExchange {
     workers: usize,
-    /// Batches sent and not yet taken by everyone: sender, pass, bytes.
-    sent: Mutex<Vec<(usize, Pass, Vec<u8>)>>,
-    barrier: Barrier,
-    traffic: Mutex<BTreeMap<PassKey, PassTraffic>>,
+    state: Mutex<State>,
+    turn: Condvar,
+}
+
+/// What the exchange holds: batches are sender, pass, bytes.
+#[derive(Default)]
+struct State {
+    /// The batches of the pass in progress.
+    sent: Vec<(usize, PassKey, Vec<u8>)>,
+    /// With replacements possible: the batches of every pass all workers have taken.
+    log: Option<Vec<(usize, PassKey, Vec<u8>)>>,
+    /// The passes in the log.
+    logged: BTreeSet<PassKey>,
+    /// Per worker and logged pass: how many of its batches a replacement has sent again.
+    replayed: HashMap<(usize, PassKey), usize>,
+    /// Workers arrived at the barrier, and how many times it has let everyone go.
+    arrived: usize,
+    generation: u64,
+    /// A worker failed for good: nobody waits any more.
+    abandoned: bool,
+    traffic: BTreeMap<PassKey, PassTraffic>,
 }
 
 /// Passes in the order they run (a loss level's two passes after the win level before it).
@@ -48,55 +72,108 @@ fn key(pass: Pass) -> PassKey {
     }
 }
 
+/// Why a worker stopped waiting for the others.
+const ABANDONED: &str = "another worker sharing the job failed";
+
 impl InProcessExchange {
-    /// An exchange between `workers` workers.
-    pub fn new(workers: usize) -> InProcessExchange {
+    /// An exchange between `workers` workers; with `log`, it keeps every pass's updates, so
+    /// that a failed worker can be replaced.
+    pub fn new(workers: usize, log: bool) -> InProcessExchange {
         InProcessExchange {
             workers,
-            sent: Mutex::new(Vec::new()),
-            barrier: Barrier::new(workers),
-            traffic: Mutex::new(BTreeMap::new()),
+            state: Mutex::new(State {
+                log: log.then(Vec::new),
+                ..State::default()
+            }),
+            turn: Condvar::new(),
         }
     }
 
     /// What each pass carried, in the order the passes ran.
     pub fn traffic(&self) -> Vec<PassTraffic> {
-        self.traffic
-            .lock()
-            .expect("traffic")
-            .values()
-            .copied()
-            .collect()
+        let state = self.state.lock().expect("exchange");
+        state.traffic.values().copied().collect()
     }
 
-    /// Lets every worker waiting for the others go with an error: one of them failed.
+    /// Lets every worker waiting for the others go with an error: one of them failed for good.
     fn abandon(&self) {
-        self.barrier.abandon();
+        self.state.lock().expect("exchange").abandoned = true;
+        self.turn.notify_all();
+    }
+
+    /// Drops what failed worker `worker` sent in the pass in progress: its replacement sends it
+    /// again.
+    fn forget(&self, worker: usize) {
+        let mut state = self.state.lock().expect("exchange");
+        state.sent.retain(|(from, _, _)| *from != worker);
+        state.replayed.retain(|(from, _), _| *from != worker);
+    }
+
+    /// Waits until every worker has arrived; the last to arrive runs `last` first.
+    fn barrier<'a>(
+        &'a self,
+        mut state: std::sync::MutexGuard<'a, State>,
+        last: impl FnOnce(&mut State),
+    ) -> io::Result<std::sync::MutexGuard<'a, State>> {
+        if state.abandoned {
+            return Err(io::Error::other(ABANDONED));
+        }
+        state.arrived += 1;
+        if state.arrived == self.workers {
+            last(&mut state);
+            state.arrived = 0;
+            state.generation += 1;
+            self.turn.notify_all();
+            return Ok(state);
+        }
+        let generation = state.generation;
+        while state.generation == generation && !state.abandoned {
+            state = self.turn.wait(state).expect("exchange");
+        }
+        if state.generation == generation {
+            return Err(io::Error::other(ABANDONED));
+        }
+        Ok(state)
     }
 }
 
 impl Exchange for InProcessExchange {
     fn send(&self, worker: usize, batch: Updates) -> io::Result<()> {
         let bytes = batch.encode();
+        let pass = key(batch.pass);
+        let mut state = self.state.lock().expect("exchange");
+        if state.logged.contains(&pass) {
+            // A replacement sends again what the worker it replaces sent.
+            let n = state.replayed.entry((worker, pass)).or_default();
+            let i = *n;
+            *n += 1;
+            let log = state.log.as_ref().expect("a log");
+            let sent_before = log
+                .iter()
+                .filter(|(from, p, _)| *from == worker && *p == pass)
+                .nth(i);
+            return match sent_before {
+                Some((_, _, b)) if *b == bytes => Ok(()),
+                _ => Err(io::Error::other(format!(
+                    "worker {worker}'s replacement sent other updates in {:?} than the worker it \
+                     replaces",
+                    batch.pass
+                ))),
+            };
+        }
         let words = (batch.words[0].len() + batch.words[1].len()) as u64;
         let recipients = match batch.pass {
             Pass::Mark(_) => u64::from(words > 0),
             _ => self.workers as u64 - 1,
         };
-        {
-            let mut traffic = self.traffic.lock().expect("traffic");
-            let t = traffic.entry(key(batch.pass)).or_insert(PassTraffic {
-                pass: batch.pass,
-                ..PassTraffic::default()
-            });
-            t.words += words;
-            t.bytes += bytes.len() as u64 * recipients;
-            t.resolved += batch.resolved;
-        }
-        self.sent
-            .lock()
-            .expect("sent")
-            .push((worker, batch.pass, bytes));
+        let t = state.traffic.entry(pass).or_insert(PassTraffic {
+            pass: batch.pass,
+            ..PassTraffic::default()
+        });
+        t.words += words;
+        t.bytes += bytes.len() as u64 * recipients;
+        t.resolved += batch.resolved;
+        state.sent.push((worker, pass, bytes));
         Ok(())
     }
 
@@ -106,108 +183,84 @@ impl Exchange for InProcessExchange {
         pass: Pass,
         take: &mut dyn FnMut(Updates) -> io::Result<()>,
     ) -> io::Result<()> {
-        // Everyone has sent this pass's batches.
-        self.barrier.wait()?;
-        let theirs: Vec<Vec<u8>> = self
-            .sent
-            .lock()
-            .expect("sent")
-            .iter()
-            .filter(|(from, p, _)| *from != worker && *p == pass)
-            .map(|(_, _, bytes)| bytes.clone())
-            .collect();
-        let taken = theirs
-            .iter()
-            .try_for_each(|bytes| take(Updates::decode(bytes)?));
-        // Everyone has read them: the last one out drops them (the next pass's batches are
-        // told apart by their pass).
-        let last = self.barrier.wait()?;
-        if last {
-            self.sent
-                .lock()
-                .expect("sent")
-                .retain(|(_, p, _)| *p != pass);
+        let pass = key(pass);
+        let theirs = |batches: &[(usize, PassKey, Vec<u8>)]| -> Vec<Vec<u8>> {
+            batches
+                .iter()
+                .filter(|(from, p, _)| *from != worker && *p == pass)
+                .map(|(_, _, bytes)| bytes.clone())
+                .collect()
+        };
+        let decode_all =
+            |batches: Vec<Vec<u8>>, take: &mut dyn FnMut(Updates) -> io::Result<()>| {
+                batches
+                    .iter()
+                    .try_for_each(|bytes| take(Updates::decode(bytes)?))
+            };
+        let state = self.state.lock().expect("exchange");
+        if state.logged.contains(&pass) {
+            // A replacement catching up: the others took this pass long ago.
+            let batches = theirs(state.log.as_deref().expect("a log"));
+            drop(state);
+            return decode_all(batches, take);
         }
+        // Everyone has sent this pass's batches.
+        let state = self.barrier(state, |_| {})?;
+        let batches = theirs(&state.sent);
+        drop(state);
+        let taken = decode_all(batches, take);
+        // Everyone has taken them: the last one out moves them to the log (or drops them)
+        // before anyone goes on, so that a replacement finds them there.
+        let state = self.state.lock().expect("exchange");
+        drop(self.barrier(state, |s| {
+            let done = std::mem::take(&mut s.sent);
+            if let Some(log) = &mut s.log {
+                log.extend(done);
+                s.logged.insert(pass);
+            }
+        })?);
         taken
     }
 }
 
-/// Why a worker stopped waiting for the others.
-const ABANDONED: &str = "another worker sharing the job failed";
-
-/// A barrier that a failing worker can abandon, so that the others return an error instead of
-/// waiting for ever.
-struct Barrier {
-    parties: usize,
-    state: Mutex<(usize, u64, bool)>,
-    turn: Condvar,
+/// How workers share a job in one process ([`solve_shared_in_process`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SharedRun {
+    /// About how many slots each group holds ([`StateStore::Groups`]).
+    pub group_slots: u64,
+    /// Each worker's threads (0: as many as the machine has cores).
+    pub threads: usize,
+    /// How many times a failed worker is replaced before the job fails.
+    pub replacements: usize,
 }
 
-impl Barrier {
-    fn new(parties: usize) -> Barrier {
-        Barrier {
-            parties,
-            state: Mutex::new((0, 0, false)),
-            turn: Condvar::new(),
-        }
-    }
-
-    /// Waits for every party; `true` for the last one to arrive.
-    fn wait(&self) -> io::Result<bool> {
-        let abandoned = || io::Error::other(ABANDONED);
-        let mut s = self.state.lock().expect("barrier");
-        if s.2 {
-            return Err(abandoned());
-        }
-        s.0 += 1;
-        if s.0 == self.parties {
-            s.0 = 0;
-            s.1 += 1;
-            self.turn.notify_all();
-            return Ok(true);
-        }
-        let generation = s.1;
-        while s.1 == generation && !s.2 {
-            s = self.turn.wait(s).expect("barrier");
-        }
-        if s.1 == generation {
-            return Err(abandoned());
-        }
-        Ok(false)
-    }
-
-    fn abandon(&self) {
-        self.state.lock().expect("barrier").2 = true;
-        self.turn.notify_all();
-    }
-}
-
-/// Solves the slots `slots` of table `id` under cycles-are-draws with `scratches.len()` workers
-/// sharing the job in this process, each with a pool of `threads` threads of its own (0: as
-/// many as the machine has cores) and groups of about `group_slots` slots in its own scratch,
-/// exchanging their updates through an [`InProcessExchange`]. Each worker hands `on_part` its
-/// parts of the table (a part per group, in slot order) with its number, as soon as each is
-/// final. Returns which entries of the job are legal, for verifying the table a block at a time
-/// ([`crate::verify_blocks`]), and what each pass of the exchange carried.
+/// Solves the slots `slots` of table `id` under cycles-are-draws with `workers` workers sharing
+/// the job in this process, as `run` says, exchanging their updates through an
+/// [`InProcessExchange`]. `scratch_for(worker, attempt)` gives each worker its scratch (a fresh
+/// one for each replacement). Each worker hands `on_part` its parts of the table (a part per
+/// group, in slot order) with its number, as soon as each is final; a replacement does not hand
+/// again those handed before. Returns which entries of the job are legal, for verifying the
+/// table a block at a time ([`crate::verify_blocks`]), and what each pass of the exchange
+/// carried.
 pub fn solve_shared_in_process(
     id: TableId,
     slots: SlotRange,
-    group_slots: u64,
-    threads: usize,
-    scratches: &[&dyn Scratch],
+    workers: usize,
+    run: SharedRun,
+    scratch_for: &(dyn Fn(usize, usize) -> io::Result<Box<dyn Scratch>> + Sync),
     deps: &dyn Probe,
     on_part: &(dyn Fn(usize, Table) + Sync),
 ) -> Result<(Legal, Vec<PassTraffic>), SolveError> {
-    let workers = scratches.len();
-    let exchange = &InProcessExchange::new(workers);
+    let exchange = &InProcessExchange::new(workers, run.replacements > 0);
     let legal = &Mutex::new(Legal::none(slots));
+    let handed = &Mutex::new(BTreeSet::new());
     let solve = |worker: usize, scratch: &dyn Scratch| -> Result<(), SolveError> {
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
+            .num_threads(run.threads)
             .build()
             .map_err(|e| SolveError::Share(id.signature, e.to_string()))?;
         let store = StateStore::Groups {
-            group_slots,
+            group_slots: run.group_slots,
             scratch,
             share: Some(Share {
                 worker,
@@ -216,25 +269,39 @@ pub fn solve_shared_in_process(
             }),
         };
         let mut take = |part: Table| {
-            let codes = Color::ALL.map(|side| part.codes(side));
-            legal.lock().expect("legal").add_part(part.slots(), codes);
-            on_part(worker, part)
+            if handed.lock().expect("handed").insert(part.slots().start) {
+                let codes = Color::ALL.map(|side| part.codes(side));
+                legal.lock().expect("legal").add_part(part.slots(), codes);
+                on_part(worker, part)
+            }
         };
         pool.install(|| crate::solve_range_in_parts(id, slots, store, deps, &|_| {}, &mut take))?;
         Ok(())
     };
+    let scratch_error = |e: io::Error| SolveError::Scratch(id.signature, e.to_string());
     let results: Vec<Result<(), SolveError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = scratches
-            .iter()
-            .enumerate()
-            .map(|(worker, &scratch)| {
+        let handles: Vec<_> = (0..workers)
+            .map(|worker| {
                 let solve = &solve;
                 scope.spawn(move || {
-                    let solved = solve(worker, scratch);
-                    if solved.is_err() {
-                        exchange.abandon();
+                    let mut attempt = 0;
+                    loop {
+                        let solved = scratch_for(worker, attempt)
+                            .map_err(scratch_error)
+                            .and_then(|scratch| solve(worker, &*scratch));
+                        match solved {
+                            Err(e) if attempt < run.replacements && !is_abandoned(&e) => {
+                                tracing::warn!(table = %id, worker, attempt, error = %e, "a worker sharing the table failed: replaced");
+                                exchange.forget(worker);
+                                attempt += 1;
+                            }
+                            Err(e) => {
+                                exchange.abandon();
+                                return Err(e);
+                            }
+                            Ok(()) => return Ok(()),
+                        }
                     }
-                    solved
                 })
             })
             .collect();
@@ -245,7 +312,7 @@ pub fn solve_shared_in_process(
     });
     // One worker's failure is the cause; the others failed waiting for it.
     if let Some(cause) = results.iter().find_map(|r| match r {
-        Err(e) if !e.to_string().contains(ABANDONED) => Some(e.clone()),
+        Err(e) if !is_abandoned(e) => Some(e.clone()),
         _ => None,
     }) {
         return Err(cause);
@@ -255,67 +322,100 @@ pub fn solve_shared_in_process(
     Ok((legal, exchange.traffic()))
 }
 
+/// Whether `e` only says that another worker failed.
+fn is_abandoned(e: &SolveError) -> bool {
+    e.to_string().contains(ABANDONED)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::solve_shared_in_process;
+    use super::{SharedRun, solve_shared_in_process};
     use crate::level_groups::{MemoryScratch, Scratch};
     use crate::level_share::Pass;
     use crate::{CHUNK_SLOTS, SolveError};
-    use std::sync::atomic::Ordering::Relaxed;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     use xiangqi::Color;
-    use xqtb_core::{RuleSet, Signature, SlotRange, TableId};
+    use xqtb_core::{MemoryTables, RuleSet, Signature, SlotRange, Table, TableId};
+
+    /// `sig` solved whole in memory under cycles-are-draws, with the tables it depends on.
+    fn solved(sig: &str) -> (TableId, MemoryTables, Table) {
+        let sig: Signature = sig.parse().unwrap();
+        let rules = RuleSet::CyclesAreDraws;
+        let tables = crate::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
+        let id = TableId::new(rules, sig);
+        let whole = Table::clone(tables.get(&id).unwrap());
+        (id, tables, whole)
+    }
+
+    /// Solves the whole table `id` with `workers` workers sharing it as `run` says, each
+    /// worker's scratch from `scratch_for`; checks that every worker handed parts, in slot
+    /// order, and that they are `whole`'s, bit for bit, and cover it. Returns the traffic.
+    fn shared_equals_whole(
+        id: TableId,
+        tables: &MemoryTables,
+        whole: &Table,
+        workers: usize,
+        run: SharedRun,
+        scratch_for: &(dyn Fn(usize, usize) -> std::io::Result<Box<dyn Scratch>> + Sync),
+    ) -> Vec<super::PassTraffic> {
+        let sig = id.signature;
+        let slots = SlotRange::whole(&sig);
+        let parts = std::sync::Mutex::new(vec![Vec::new(); workers]);
+        let on_part = |w: usize, p| parts.lock().unwrap()[w].push(p);
+        let (_, traffic) =
+            solve_shared_in_process(id, slots, workers, run, scratch_for, tables, &on_part)
+                .unwrap();
+        let parts = parts.into_inner().unwrap();
+        for (w, parts) in parts.iter().enumerate() {
+            assert!(!parts.is_empty(), "{sig}: worker {w} solved no part");
+            assert!(
+                parts.is_sorted_by_key(|p| p.slots().start),
+                "{sig}: slot order"
+            );
+        }
+        let mut parts: Vec<_> = parts.into_iter().flatten().collect();
+        parts.sort_by_key(|p| p.slots().start);
+        let mut next = 0;
+        for part in &parts {
+            let r = part.slots();
+            assert_eq!(r.start, next, "{sig}: the parts follow each other");
+            next = r.end;
+            for side in Color::ALL {
+                let at = r.start as usize..r.end as usize;
+                assert!(
+                    part.codes(side).to_vec() == whole.codes(side).slice(at).to_vec(),
+                    "{sig}: {workers} workers, part {r} differs"
+                );
+            }
+        }
+        assert_eq!(next, slots.end, "{sig}: the parts cover the job");
+        traffic
+    }
+
+    fn memory_scratch(_: usize, _: usize) -> std::io::Result<Box<dyn Scratch>> {
+        Ok(Box::new(MemoryScratch::default()))
+    }
 
     /// A job shared by two or three workers gives the table one worker gives with the job
     /// whole in memory, bit for bit: KRvKN (mates of 25 plies, captures into two tables) and
     /// KNPvK (a pawn table, whole under cycles-are-draws), with groups of one and of five
-    /// chunks, and a window of 3 levels that slides every few levels. Every part comes from
-    /// its owner, the parts cover the job, and the exchange carried the start's and the
-    /// levels' updates.
+    /// chunks, and a window of 3 levels that slides every few levels. The exchange carried
+    /// the start's and the levels' updates.
     #[test]
     fn shared_jobs_give_the_tables_memory_gives() {
         for sig in ["KRvKN", "KNPvK"] {
-            let sig: Signature = sig.parse().unwrap();
-            let rules = RuleSet::CyclesAreDraws;
-            let tables = crate::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
-            let id = TableId::new(rules, sig);
-            let whole = tables.get(&id).unwrap().clone();
-            let slots = SlotRange::whole(&sig);
+            let (id, tables, whole) = solved(sig);
             for (workers, group_slots, window) in [(2, CHUNK_SLOTS, 82), (3, 5 * CHUNK_SLOTS, 3)] {
                 crate::retrograde::WINDOW.store(window, Relaxed);
-                let scratches: Vec<MemoryScratch> =
-                    (0..workers).map(|_| MemoryScratch::default()).collect();
-                let refs: Vec<&dyn Scratch> = scratches.iter().map(|s| s as _).collect();
-                let parts = std::sync::Mutex::new(vec![Vec::new(); workers]);
-                let on_part = |w: usize, p| parts.lock().unwrap()[w].push(p);
-                let solved =
-                    solve_shared_in_process(id, slots, group_slots, 1, &refs, &tables, &on_part)
-                        .unwrap();
+                let run = SharedRun {
+                    group_slots,
+                    threads: 1,
+                    replacements: 0,
+                };
+                let traffic =
+                    shared_equals_whole(id, &tables, &whole, workers, run, &memory_scratch);
                 crate::retrograde::WINDOW.store(crate::level_state::MAX_WINDOW, Relaxed);
-                let parts = parts.into_inner().unwrap();
-                for (w, parts) in parts.iter().enumerate() {
-                    assert!(!parts.is_empty(), "{sig}: worker {w} solved no part");
-                    assert!(
-                        parts.is_sorted_by_key(|p| p.slots().start),
-                        "{sig}: slot order"
-                    );
-                }
-                let mut parts: Vec<_> = parts.into_iter().flatten().collect();
-                parts.sort_by_key(|p| p.slots().start);
-                let mut next = 0;
-                for part in &parts {
-                    let r = part.slots();
-                    assert_eq!(r.start, next, "{sig}: the parts follow each other");
-                    next = r.end;
-                    for side in Color::ALL {
-                        let at = r.start as usize..r.end as usize;
-                        assert!(
-                            part.codes(side).to_vec() == whole.codes(side).slice(at).to_vec(),
-                            "{sig}: {workers} workers, part {r} differs"
-                        );
-                    }
-                }
-                assert_eq!(next, slots.end, "{sig}: the parts cover the job");
-                let traffic = solved.1;
                 let start = traffic.iter().find(|t| t.pass == Pass::Start).unwrap();
                 assert!(start.words > 0 && start.bytes > 0, "{sig}: {start:?}");
                 assert!(
@@ -328,16 +428,46 @@ mod tests {
         }
     }
 
-    /// Scratch that cannot be written.
-    struct Broken;
+    /// Scratch that fails at its `fail_at`-th write (never when `usize::MAX`), counting them in
+    /// `writes`.
+    struct Failing {
+        inner: MemoryScratch,
+        writes: Arc<AtomicUsize>,
+        fail_at: usize,
+    }
 
-    impl Scratch for Broken {
-        fn write_at(&self, _: usize, _: Color, _: u64, _: &[u8]) -> std::io::Result<()> {
-            Err(std::io::Error::other("the disk is full"))
+    impl Failing {
+        fn new(fail_at: usize) -> Failing {
+            Failing {
+                inner: MemoryScratch::default(),
+                writes: Arc::default(),
+                fail_at,
+            }
+        }
+    }
+
+    impl Scratch for Failing {
+        fn write_at(
+            &self,
+            group: usize,
+            side: Color,
+            at: u64,
+            bytes: &[u8],
+        ) -> std::io::Result<()> {
+            if self.writes.fetch_add(1, Relaxed) + 1 >= self.fail_at {
+                return Err(std::io::Error::other("the disk is full"));
+            }
+            self.inner.write_at(group, side, at, bytes)
         }
 
-        fn read_at(&self, _: usize, _: Color, _: u64, _: &mut [u8]) -> std::io::Result<()> {
-            Err(std::io::Error::other("nothing was written"))
+        fn read_at(
+            &self,
+            group: usize,
+            side: Color,
+            at: u64,
+            bytes: &mut [u8],
+        ) -> std::io::Result<()> {
+            self.inner.read_at(group, side, at, bytes)
         }
     }
 
@@ -345,27 +475,72 @@ mod tests {
     /// named is its own; more workers than groups is refused up front.
     #[test]
     fn a_failing_worker_stops_the_others_and_too_many_workers_are_refused() {
-        let sig: Signature = "KRvKN".parse().unwrap();
-        let rules = RuleSet::CyclesAreDraws;
-        let tables = crate::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
-        let id = TableId::new(rules, sig);
-        let slots = SlotRange::whole(&sig);
-        let good = MemoryScratch::default();
-        let refs: Vec<&dyn Scratch> = vec![&good, &Broken];
-        let err = solve_shared_in_process(id, slots, CHUNK_SLOTS, 1, &refs, &tables, &|_, _| {})
-            .unwrap_err();
+        let (id, tables, _) = solved("KRvKN");
+        let slots = SlotRange::whole(&id.signature);
+        let run = SharedRun {
+            group_slots: CHUNK_SLOTS,
+            threads: 1,
+            replacements: 0,
+        };
+        let broken = |w: usize, _: usize| -> std::io::Result<Box<dyn Scratch>> {
+            Ok(Box::new(Failing::new(if w == 1 { 1 } else { usize::MAX })))
+        };
+        let err =
+            solve_shared_in_process(id, slots, 2, run, &broken, &tables, &|_, _| {}).unwrap_err();
         assert!(
             matches!(&err, SolveError::Scratch(_, why) if why.contains("the disk is full")),
             "{err}"
         );
-        let scratches: Vec<MemoryScratch> = (0..3).map(|_| MemoryScratch::default()).collect();
-        let refs: Vec<&dyn Scratch> = scratches.iter().map(|s| s as _).collect();
         // KRvKN's 328,500 slots make two groups of 262,144.
-        let err =
-            solve_shared_in_process(id, slots, 1 << 18, 1, &refs, &tables, &|_, _| {}).unwrap_err();
+        let run = SharedRun {
+            group_slots: 1 << 18,
+            ..run
+        };
+        let err = solve_shared_in_process(id, slots, 3, run, &memory_scratch, &tables, &|_, _| {})
+            .unwrap_err();
         assert!(
             matches!(&err, SolveError::Share(_, why) if why.contains("2 groups")),
             "{err}"
+        );
+    }
+
+    /// A worker that fails halfway through the levels is replaced by one with a fresh scratch,
+    /// which catches up from the exchange's log (sending again, byte for byte, what the failed
+    /// worker had sent) while the others wait: the table is the same bit for bit.
+    #[test]
+    fn a_failed_worker_is_replaced_and_the_table_is_unchanged() {
+        let (id, tables, whole) = solved("KRvKN");
+        let run = SharedRun {
+            group_slots: CHUNK_SLOTS,
+            threads: 1,
+            replacements: 1,
+        };
+        // How many writes worker 1 makes in a whole run, to fail it halfway.
+        let counted = Arc::new(AtomicUsize::new(0));
+        let counting = |w: usize, _: usize| -> std::io::Result<Box<dyn Scratch>> {
+            let mut s = Failing::new(usize::MAX);
+            if w == 1 {
+                s.writes = counted.clone();
+            }
+            Ok(Box::new(s))
+        };
+        shared_equals_whole(id, &tables, &whole, 3, run, &counting);
+        let writes = counted.load(Relaxed);
+        assert!(writes > 20, "{writes} writes");
+        let attempts = std::sync::Mutex::new(Vec::new());
+        let failing = |w: usize, attempt: usize| -> std::io::Result<Box<dyn Scratch>> {
+            attempts.lock().unwrap().push((w, attempt));
+            let fail_at = if (w, attempt) == (1, 0) {
+                writes / 2
+            } else {
+                usize::MAX
+            };
+            Ok(Box::new(Failing::new(fail_at)))
+        };
+        shared_equals_whole(id, &tables, &whole, 3, run, &failing);
+        assert!(
+            attempts.lock().unwrap().contains(&(1, 1)),
+            "worker 1 was not replaced"
         );
     }
 }

@@ -66,17 +66,23 @@ pub fn solve_shared_in_process(
     // A worker needs a group of its own: a table of fewer groups is shared by fewer workers.
     let slots = SlotRange::whole(&id.signature);
     let workers = workers.clamp(1, solver::group_count(slots.len(), group_slots));
-    let scratches = (0..workers)
-        .map(|_| crate::DirScratch::create(dir))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    let refs: Vec<&dyn solver::Scratch> = scratches.iter().map(|s| s as _).collect();
+    let scratch_for =
+        |_worker: usize, _attempt: usize| -> std::io::Result<Box<dyn solver::Scratch>> {
+            Ok(Box::new(crate::DirScratch::create(dir)?))
+        };
+    let run = solver::SharedRun {
+        group_slots,
+        threads,
+        // Workers in one process fail together: nothing to replace.
+        replacements: 0,
+    };
     let parts = std::sync::Mutex::new(Vec::new());
     let encode = |_worker: usize, part: xqtb_core::Table| {
         let encoded = codec::encode_table(&part);
         parts.lock().expect("parts").push(encoded);
     };
     let (legal, traffic) =
-        solver::solve_shared_in_process(id, slots, group_slots, threads, &refs, deps, &encode)?;
+        solver::solve_shared_in_process(id, slots, workers, run, &scratch_for, deps, &encode)?;
     let mut parts = parts.into_inner().expect("parts");
     parts.sort_by_key(|p| p.header.slots.start);
     let (encoded, counts) = join_and_verify(id, parts, &legal, deps, progress)?;
