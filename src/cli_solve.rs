@@ -3,7 +3,7 @@
 //! depends on are loaded from the store into memory (the solver probes them millions of times),
 //! or with `--dependency-cache` read block by block through a cache of bounded size.
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use solver::Progress;
@@ -51,7 +51,12 @@ pub struct SolveArgs {
     /// this process, each with --threads threads, solving its own groups level by level and
     /// handing the others what crosses between them, as workers on several machines do. The
     /// tables are the same; what each level sent is logged.
-    #[arg(long, value_name = "WORKERS", requires = "states_on_disk")]
+    #[arg(
+        long,
+        value_name = "WORKERS",
+        requires = "states_on_disk",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+    )]
     shared_by: Option<usize>,
 }
 
@@ -61,6 +66,13 @@ pub fn run(args: SolveArgs) -> Result<()> {
         .iter()
         .map(|s| crate::parse_signature(s))
         .collect::<Result<_>>()?;
+    if args.shared_by.is_some() && args.rules != RuleSet::CyclesAreDraws {
+        bail!(
+            "--shared-by needs --rules cycles-are-draws: under {} the rule phase takes the whole \
+             table, and it is not shared yet",
+            args.rules
+        );
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
         .build()?;
@@ -142,8 +154,8 @@ pub fn run(args: SolveArgs) -> Result<()> {
         };
         // With the states on disk the parts are encoded as they are solved, so the encoding has
         // no time of its own to report.
-        let (encoded, counts, table, encode_secs) = match &args.states_on_disk {
-            None => {
+        let (encoded, counts, table, encode_secs) = match (&args.states_on_disk, args.shared_by) {
+            (None, _) => {
                 let (table, counts) = pool
                     .install(|| solver::solve_and_verify(id, deps, &on_progress))
                     .map_err(|e| anyhow!(e))?;
@@ -151,8 +163,7 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 let encoded = pool.install(|| encode_table(&table));
                 (encoded, counts, Some(table), Some(start.elapsed()))
             }
-            Some(dir) if args.shared_by.is_some() => {
-                let workers = args.shared_by.unwrap_or(1);
+            (Some(dir), Some(workers)) => {
                 // Each worker has a pool of its own; the verification, which workers would
                 // share too, runs on as many threads as they have together.
                 let threads = args.threads.unwrap_or(0) * workers;
@@ -173,7 +184,7 @@ pub fn run(args: SolveArgs) -> Result<()> {
                 log_traffic(id, &traffic);
                 (encoded, counts, None, None)
             }
-            Some(dir) => {
+            (Some(dir), None) => {
                 let scratch = worker::DirScratch::create(dir).with_context(|| {
                     format!(
                         "cannot create a directory for states under {}",

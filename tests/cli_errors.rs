@@ -58,9 +58,16 @@ fn errors_are_one_message_without_a_backtrace() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("no table store"), "{stderr}");
     assert_eq!(run(&["solve", "KRvK", "--data", data]).0, 0);
-    let cases: [(&[&str], &str); 3] = [
+    let states = dir.join("states");
+    let states = states.to_str().unwrap();
+    let shared = ["solve", "KRvK", "--data", data, "--states-on-disk", states];
+    let cases: [(&[&str], &str); 4] = [
         (&["probe", "not a fen", "--data", data], "bad FEN"),
         (&["solve", "KRXvK", "--data", data], "KRXvK"),
+        (
+            &[&shared[..], &["--shared-by", "2"]].concat(),
+            "--rules cycles-are-draws",
+        ),
         (
             &["probe", "4k4/9/9/9/9/9/9/9/9/RC1K5 w", "--data", data],
             "KRCvK",

@@ -1,11 +1,11 @@
 //! One job's retrograde levels solved by several workers at once: what they exchange.
 //!
 //! A job kept in groups ([`crate::level_groups`]) can be shared: each worker owns some of its
-//! groups ([`Share::owner`]) and runs every level over those only,
-//! level-synchronously with the others. Whatever one group's pass does to another group's
-//! entries already goes through the **kinds** (two bits per entry held for the whole job), so a
-//! worker sharing a job holds a replica of every entry's kind and, at the end of each pass,
-//! hands the others the words of kinds it changed ([`Updates`]), and takes theirs in:
+//! groups ([`Share::owner`]) and runs every level over those only, level-synchronously with
+//! the others. Whatever one group's pass does to another group's entries already goes through
+//! the **kinds** (two bits per entry held for the whole job), so a worker sharing a job holds a
+//! replica of every entry's kind and, at the end of each pass, hands the others the words of
+//! kinds it changed ([`Updates`]), and takes theirs in:
 //!
 //! - after the start (captures and mates folded): each worker's own entries, legal or not, lost
 //!   at 0 plies or unresolved; the others take these words as they are;

@@ -68,8 +68,8 @@ pub fn solve_range_in(
     if let StateStore::Groups { share: Some(_), .. } = store {
         return Err(SolveError::Share(
             signature,
-            "a shared job is solved under cycles-are-draws and handed on in parts, a part per \
-             group of each worker's (solve_range_in_parts)"
+            "a job is shared only under cycles-are-draws, where each worker hands on its \
+             groups' values as parts of the table (the asian rule phase takes the whole table)"
                 .into(),
         ));
     }
