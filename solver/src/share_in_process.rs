@@ -41,13 +41,23 @@ pub struct InProcessExchange {
     turn: Condvar,
 }
 
-/// What the exchange holds: batches are sender, pass, bytes.
+/// A batch of updates as the exchange holds it.
+struct Batch {
+    from: usize,
+    pass: PassKey,
+    bytes: Vec<u8>,
+    /// For the traffic: the words it holds, and the entries its sender resolved.
+    words: u64,
+    resolved: u64,
+}
+
+/// What the exchange holds.
 #[derive(Default)]
 struct State {
     /// The batches of the pass in progress.
-    sent: Vec<(usize, PassKey, Vec<u8>)>,
+    sent: Vec<Batch>,
     /// With replacements possible: the batches of every pass all workers have taken.
-    log: Option<Vec<(usize, PassKey, Vec<u8>)>>,
+    log: Option<Vec<Batch>>,
     /// The passes in the log.
     logged: BTreeSet<PassKey>,
     /// Per worker and logged pass: how many of its batches a replacement has sent again.
@@ -105,7 +115,7 @@ impl InProcessExchange {
     /// again.
     fn forget(&self, worker: usize) {
         let mut state = self.state.lock().expect("exchange");
-        state.sent.retain(|(from, _, _)| *from != worker);
+        state.sent.retain(|b| b.from != worker);
         state.replayed.retain(|(from, _), _| *from != worker);
     }
 
@@ -150,10 +160,10 @@ impl Exchange for InProcessExchange {
             let log = state.log.as_ref().expect("a log");
             let sent_before = log
                 .iter()
-                .filter(|(from, p, _)| *from == worker && *p == pass)
+                .filter(|b| b.from == worker && b.pass == pass)
                 .nth(i);
             return match sent_before {
-                Some((_, _, b)) if *b == bytes => Ok(()),
+                Some(b) if b.bytes == bytes => Ok(()),
                 _ => Err(io::Error::other(format!(
                     "worker {worker}'s replacement sent other updates in {:?} than the worker it \
                      replaces",
@@ -161,19 +171,13 @@ impl Exchange for InProcessExchange {
                 ))),
             };
         }
-        let words = (batch.words[0].len() + batch.words[1].len()) as u64;
-        let recipients = match batch.pass {
-            Pass::Mark(_) => u64::from(words > 0),
-            _ => self.workers as u64 - 1,
-        };
-        let t = state.traffic.entry(pass).or_insert(PassTraffic {
-            pass: batch.pass,
-            ..PassTraffic::default()
+        state.sent.push(Batch {
+            from: worker,
+            pass,
+            bytes,
+            words: (batch.words[0].len() + batch.words[1].len()) as u64,
+            resolved: batch.resolved,
         });
-        t.words += words;
-        t.bytes += bytes.len() as u64 * recipients;
-        t.resolved += batch.resolved;
-        state.sent.push((worker, pass, bytes));
         Ok(())
     }
 
@@ -183,12 +187,12 @@ impl Exchange for InProcessExchange {
         pass: Pass,
         take: &mut dyn FnMut(Updates) -> io::Result<()>,
     ) -> io::Result<()> {
-        let pass = key(pass);
-        let theirs = |batches: &[(usize, PassKey, Vec<u8>)]| -> Vec<Vec<u8>> {
+        let (pass_named, pass) = (pass, key(pass));
+        let theirs = |batches: &[Batch]| -> Vec<Vec<u8>> {
             batches
                 .iter()
-                .filter(|(from, p, _)| *from != worker && *p == pass)
-                .map(|(_, _, bytes)| bytes.clone())
+                .filter(|b| b.from != worker && b.pass == pass)
+                .map(|b| b.bytes.clone())
                 .collect()
         };
         let decode_all =
@@ -199,8 +203,21 @@ impl Exchange for InProcessExchange {
             };
         let state = self.state.lock().expect("exchange");
         if state.logged.contains(&pass) {
-            // A replacement catching up: the others took this pass long ago.
-            let batches = theirs(state.log.as_deref().expect("a log"));
+            // A replacement catching up: the others took this pass long ago. It must have sent
+            // again every batch the worker it replaces sent in it.
+            let log = state.log.as_deref().expect("a log");
+            let before = log
+                .iter()
+                .filter(|b| b.from == worker && b.pass == pass)
+                .count();
+            let again = state.replayed.get(&(worker, pass)).copied().unwrap_or(0);
+            if again != before {
+                return Err(io::Error::other(format!(
+                    "worker {worker}'s replacement sent {again} batches in {pass_named:?}, the \
+                     worker it replaces {before}"
+                )));
+            }
+            let batches = theirs(log);
             drop(state);
             return decode_all(batches, take);
         }
@@ -212,8 +229,23 @@ impl Exchange for InProcessExchange {
         // Everyone has taken them: the last one out moves them to the log (or drops them)
         // before anyone goes on, so that a replacement finds them there.
         let state = self.state.lock().expect("exchange");
+        let workers = self.workers as u64;
         drop(self.barrier(state, |s| {
             let done = std::mem::take(&mut s.sent);
+            let t = s.traffic.entry(pass).or_insert(PassTraffic {
+                pass: pass_named,
+                ..PassTraffic::default()
+            });
+            for b in &done {
+                // A loss level's first pass sends each word to the one owner of its entries.
+                let recipients = match pass_named {
+                    Pass::Mark(_) => u64::from(b.words > 0),
+                    _ => workers - 1,
+                };
+                t.words += b.words;
+                t.bytes += b.bytes.len() as u64 * recipients;
+                t.resolved += b.resolved;
+            }
             if let Some(log) = &mut s.log {
                 log.extend(done);
                 s.logged.insert(pass);
