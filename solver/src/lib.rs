@@ -77,7 +77,7 @@ pub use job::{solve_and_verify, solve_and_verify_range, solve_by_slices, solve_c
 pub use level_groups::{Scratch, StateStore, group_count};
 pub use level_share::{BATCH_WORDS, Exchange, Pass, Share, Updates};
 pub use progress::Progress;
-pub use share_in_process::{InProcessExchange, PassTraffic, SharedRun, solve_shared_in_process};
+pub use share_in_process::{PassTraffic, SharedRun, solve_shared_in_process};
 pub use slices::SliceDeps;
 pub use solve::{solve, solve_range, solve_range_in, solve_range_in_parts};
 pub use verify::{verify, verify_blocks, verify_reporting};

@@ -35,7 +35,7 @@ pub struct PassTraffic {
 }
 
 /// An [`Exchange`] between workers on threads of one process.
-pub struct InProcessExchange {
+struct InProcessExchange {
     workers: usize,
     state: Mutex<State>,
     turn: Condvar,
@@ -88,7 +88,7 @@ const ABANDONED: &str = "another worker sharing the job failed";
 impl InProcessExchange {
     /// An exchange between `workers` workers; with `log`, it keeps every pass's updates, so
     /// that a failed worker can be replaced.
-    pub fn new(workers: usize, log: bool) -> InProcessExchange {
+    fn new(workers: usize, log: bool) -> InProcessExchange {
         InProcessExchange {
             workers,
             state: Mutex::new(State {
@@ -100,7 +100,7 @@ impl InProcessExchange {
     }
 
     /// What each pass carried, in the order the passes ran.
-    pub fn traffic(&self) -> Vec<PassTraffic> {
+    fn traffic(&self) -> Vec<PassTraffic> {
         let state = self.state.lock().expect("exchange");
         state.traffic.values().copied().collect()
     }
@@ -267,8 +267,8 @@ pub struct SharedRun {
 }
 
 /// Solves the slots `slots` of table `id` under cycles-are-draws with `workers` workers sharing
-/// the job in this process, as `run` says, exchanging their updates through an
-/// [`InProcessExchange`]. `scratch_for(worker, attempt)` gives each worker its scratch (a fresh
+/// the job in this process, as `run` says, exchanging their updates through memory.
+/// `scratch_for(worker, attempt)` gives each worker its scratch (a fresh
 /// one for each replacement). Each worker hands `on_part` its parts of the table (a part per
 /// group, in slot order) with its number, as soon as each is final; a replacement does not hand
 /// again those handed before. Returns which entries of the job are legal, for verifying the
