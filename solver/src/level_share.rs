@@ -39,6 +39,9 @@ pub enum Pass {
     Mark(u16),
     /// A loss level's second pass, which tests the candidates.
     Resolve(u16),
+    /// After the levels: each worker's parts of the table, for the one that joins them (the
+    /// solver never sends in it; the shells that join a shared table's parts do).
+    Parts,
 }
 
 /// What a worker hands the others at the end of a pass.
@@ -121,21 +124,26 @@ pub(crate) fn merge_word(old: u64, new: u64) -> u64 {
 }
 
 impl Pass {
-    fn tag(self) -> (u8, u16) {
+    /// The pass as a kind (0 start, 1 win, 2 mark, 3 resolve, 4 parts) and a level, as
+    /// messages carry it.
+    pub fn tag(self) -> (u8, u16) {
         match self {
             Pass::Start => (0, 0),
             Pass::Win(n) => (1, n),
             Pass::Mark(n) => (2, n),
             Pass::Resolve(n) => (3, n),
+            Pass::Parts => (4, 0),
         }
     }
 
-    fn from_tag(tag: u8, level: u16) -> Option<Pass> {
+    /// The pass [`Pass::tag`] gave, or `None` for an unknown kind.
+    pub fn from_tag(tag: u8, level: u16) -> Option<Pass> {
         Some(match tag {
             0 => Pass::Start,
             1 => Pass::Win(level),
             2 => Pass::Mark(level),
             3 => Pass::Resolve(level),
+            4 => Pass::Parts,
             _ => return None,
         })
     }

@@ -26,7 +26,8 @@
 //!   moves' slots;
 //! - `state` and `level_state`: the state of each position during a solve, every code named:
 //!   two bytes through the rule phase, one through the retrograde levels; `level_share`: what
-//!   the workers sharing a job exchange; `level_groups`: the level states of a job whole in
+//!   the workers sharing a job exchange, `share_relay` the bookkeeping of their exchange
+//!   (batches, barrier, log); `level_groups`: the level states of a job whole in
 //!   memory or in groups on local disk, all of them or a sharing worker's;
 //! - `capture`: the values of the moves that leave a job (captures, pawn advances into other
 //!   slices);
@@ -64,6 +65,7 @@ mod retrograde;
 pub mod rules;
 pub mod sample;
 mod share_in_process;
+mod share_relay;
 mod slices;
 mod solve;
 mod state;
@@ -77,7 +79,8 @@ pub use job::{solve_and_verify, solve_and_verify_range, solve_by_slices, solve_c
 pub use level_groups::{Scratch, StateStore, group_count};
 pub use level_share::{BATCH_WORDS, Exchange, Pass, Share, Updates};
 pub use progress::Progress;
-pub use share_in_process::{PassTraffic, SharedRun, solve_shared_in_process};
+pub use share_in_process::{SharedRun, solve_shared_in_process};
+pub use share_relay::{PassTraffic, Relay, RelayBatch, RelayError};
 pub use slices::SliceDeps;
 pub use solve::{solve, solve_range, solve_range_in, solve_range_in_parts};
 pub use verify::{verify, verify_blocks, verify_reporting};

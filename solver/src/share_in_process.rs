@@ -14,171 +14,69 @@ use crate::block_reader::Legal;
 use crate::error::SolveError;
 use crate::level_groups::{Scratch, StateStore};
 use crate::level_share::{Exchange, Pass, Share, Updates};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::share_relay::{PassTraffic, Relay, RelayBatch, RelayError};
+use std::collections::BTreeSet;
 use std::io;
 use std::sync::{Condvar, Mutex};
 use xiangqi::Color;
 use xqtb_core::{Probe, SlotRange, Table, TableId};
 
-/// What the workers sent in one pass.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PassTraffic {
-    /// The pass.
-    pub pass: Pass,
-    /// Words of kinds sent (each counted once, whatever the number of recipients).
-    pub words: u64,
-    /// Encoded bytes as they travel: a batch of a loss level's first pass goes to the owners
-    /// of its entries (one recipient per word), any other to every other worker.
-    pub bytes: u64,
-    /// Entries resolved in the pass by all the workers.
-    pub resolved: u64,
-}
-
-/// An [`Exchange`] between workers on threads of one process.
+/// An [`Exchange`] between workers on threads of one process: a [`Relay`] behind a lock, and a
+/// condition variable to wait on for a pass to be complete.
 struct InProcessExchange {
-    workers: usize,
-    state: Mutex<State>,
+    relay: Mutex<Relay>,
     turn: Condvar,
-}
-
-/// A batch of updates as the exchange holds it.
-struct Batch {
-    from: usize,
-    pass: PassKey,
-    bytes: Vec<u8>,
-    /// For the traffic: the words it holds, and the entries its sender resolved.
-    words: u64,
-    resolved: u64,
-}
-
-/// What the exchange holds.
-#[derive(Default)]
-struct State {
-    /// The batches of the pass in progress.
-    sent: Vec<Batch>,
-    /// With replacements possible: the batches of every pass all workers have taken.
-    log: Option<Vec<Batch>>,
-    /// The passes in the log.
-    logged: BTreeSet<PassKey>,
-    /// Per worker and logged pass: how many of its batches a replacement has sent again.
-    replayed: HashMap<(usize, PassKey), usize>,
-    /// Workers arrived at the barrier, and how many times it has let everyone go.
-    arrived: usize,
-    generation: u64,
-    /// A worker failed for good: nobody waits any more.
-    abandoned: bool,
-    traffic: BTreeMap<PassKey, PassTraffic>,
-}
-
-/// Passes in the order they run (a loss level's two passes after the win level before it).
-type PassKey = (u16, u8);
-
-fn key(pass: Pass) -> PassKey {
-    match pass {
-        Pass::Start => (0, 0),
-        Pass::Win(n) => (n, 0),
-        Pass::Mark(n) => (n, 1),
-        Pass::Resolve(n) => (n, 2),
-    }
 }
 
 /// Why a worker stopped waiting for the others.
 const ABANDONED: &str = "another worker sharing the job failed";
+
+fn relay_error(e: RelayError) -> io::Error {
+    io::Error::other(e.to_string())
+}
 
 impl InProcessExchange {
     /// An exchange between `workers` workers; with `log`, it keeps every pass's updates, so
     /// that a failed worker can be replaced.
     fn new(workers: usize, log: bool) -> InProcessExchange {
         InProcessExchange {
-            workers,
-            state: Mutex::new(State {
-                log: log.then(Vec::new),
-                ..State::default()
-            }),
+            relay: Mutex::new(Relay::new(workers, log)),
             turn: Condvar::new(),
         }
     }
 
+    fn relay(&self) -> std::sync::MutexGuard<'_, Relay> {
+        self.relay.lock().expect("exchange")
+    }
+
     /// What each pass carried, in the order the passes ran.
     fn traffic(&self) -> Vec<PassTraffic> {
-        let state = self.state.lock().expect("exchange");
-        state.traffic.values().copied().collect()
+        self.relay().traffic()
     }
 
     /// Lets every worker waiting for the others go with an error: one of them failed for good.
     fn abandon(&self) {
-        self.state.lock().expect("exchange").abandoned = true;
+        self.relay().abandon(ABANDONED);
         self.turn.notify_all();
     }
 
     /// Drops what failed worker `worker` sent in the pass in progress: its replacement sends it
     /// again.
     fn forget(&self, worker: usize) {
-        let mut state = self.state.lock().expect("exchange");
-        state.sent.retain(|b| b.from != worker);
-        state.replayed.retain(|(from, _), _| *from != worker);
-    }
-
-    /// Waits until every worker has arrived; the last to arrive runs `last` first.
-    fn barrier<'a>(
-        &'a self,
-        mut state: std::sync::MutexGuard<'a, State>,
-        last: impl FnOnce(&mut State),
-    ) -> io::Result<std::sync::MutexGuard<'a, State>> {
-        if state.abandoned {
-            return Err(io::Error::other(ABANDONED));
-        }
-        state.arrived += 1;
-        if state.arrived == self.workers {
-            last(&mut state);
-            state.arrived = 0;
-            state.generation += 1;
-            self.turn.notify_all();
-            return Ok(state);
-        }
-        let generation = state.generation;
-        while state.generation == generation && !state.abandoned {
-            state = self.turn.wait(state).expect("exchange");
-        }
-        if state.generation == generation {
-            return Err(io::Error::other(ABANDONED));
-        }
-        Ok(state)
+        self.relay().forget(worker);
     }
 }
 
 impl Exchange for InProcessExchange {
     fn send(&self, worker: usize, batch: Updates) -> io::Result<()> {
-        let bytes = batch.encode();
-        let pass = key(batch.pass);
-        let mut state = self.state.lock().expect("exchange");
-        if state.logged.contains(&pass) {
-            // A replacement sends again what the worker it replaces sent.
-            let n = state.replayed.entry((worker, pass)).or_default();
-            let i = *n;
-            *n += 1;
-            let log = state.log.as_ref().expect("a log");
-            let sent_before = log
-                .iter()
-                .filter(|b| b.from == worker && b.pass == pass)
-                .nth(i);
-            return match sent_before {
-                Some(b) if b.bytes == bytes => Ok(()),
-                _ => Err(io::Error::other(format!(
-                    "worker {worker}'s replacement sent other updates in {:?} than the worker it \
-                     replaces",
-                    batch.pass
-                ))),
-            };
-        }
-        state.sent.push(Batch {
+        let words = (batch.words[0].len() + batch.words[1].len()) as u64;
+        let batch_of = RelayBatch {
             from: worker,
-            pass,
-            bytes,
-            words: (batch.words[0].len() + batch.words[1].len()) as u64,
+            bytes: batch.encode().into(),
+            words,
             resolved: batch.resolved,
-        });
-        Ok(())
+        };
+        self.relay().send(batch.pass, batch_of).map_err(relay_error)
     }
 
     fn receive(
@@ -187,71 +85,21 @@ impl Exchange for InProcessExchange {
         pass: Pass,
         take: &mut dyn FnMut(Updates) -> io::Result<()>,
     ) -> io::Result<()> {
-        let (pass_named, pass) = (pass, key(pass));
-        let theirs = |batches: &[Batch]| -> Vec<Vec<u8>> {
-            batches
-                .iter()
-                .filter(|b| b.from != worker && b.pass == pass)
-                .map(|b| b.bytes.clone())
-                .collect()
-        };
-        let decode_all =
-            |batches: Vec<Vec<u8>>, take: &mut dyn FnMut(Updates) -> io::Result<()>| {
-                batches
-                    .iter()
-                    .try_for_each(|bytes| take(Updates::decode(bytes)?))
-            };
-        let state = self.state.lock().expect("exchange");
-        if state.logged.contains(&pass) {
-            // A replacement catching up: the others took this pass long ago. It must have sent
-            // again every batch the worker it replaces sent in it.
-            let log = state.log.as_deref().expect("a log");
-            let before = log
-                .iter()
-                .filter(|b| b.from == worker && b.pass == pass)
-                .count();
-            let again = state.replayed.get(&(worker, pass)).copied().unwrap_or(0);
-            if again != before {
-                return Err(io::Error::other(format!(
-                    "worker {worker}'s replacement sent {again} batches in {pass_named:?}, the \
-                     worker it replaces {before}"
-                )));
-            }
-            let batches = theirs(log);
-            drop(state);
-            return decode_all(batches, take);
+        let mut relay = self.relay();
+        if relay.end(worker, pass).map_err(relay_error)? {
+            self.turn.notify_all();
         }
-        // Everyone has sent this pass's batches.
-        let state = self.barrier(state, |_| {})?;
-        let batches = theirs(&state.sent);
-        drop(state);
-        let taken = decode_all(batches, take);
-        // Everyone has taken them: the last one out moves them to the log (or drops them)
-        // before anyone goes on, so that a replacement finds them there.
-        let state = self.state.lock().expect("exchange");
-        let workers = self.workers as u64;
-        drop(self.barrier(state, |s| {
-            let done = std::mem::take(&mut s.sent);
-            let t = s.traffic.entry(pass).or_insert(PassTraffic {
-                pass: pass_named,
-                ..PassTraffic::default()
-            });
-            for b in &done {
-                // A loss level's first pass sends each word to the one owner of its entries.
-                let recipients = match pass_named {
-                    Pass::Mark(_) => u64::from(b.words > 0),
-                    _ => workers - 1,
-                };
-                t.words += b.words;
-                t.bytes += b.bytes.len() as u64 * recipients;
-                t.resolved += b.resolved;
+        while !relay.is_complete(pass) {
+            if relay.abandoned().is_some() {
+                return Err(io::Error::other(ABANDONED));
             }
-            if let Some(log) = &mut s.log {
-                log.extend(done);
-                s.logged.insert(pass);
-            }
-        })?);
-        taken
+            relay = self.turn.wait(relay).expect("exchange");
+        }
+        let batches = relay.take(worker, pass).map_err(relay_error)?;
+        drop(relay);
+        batches
+            .iter()
+            .try_for_each(|bytes| take(Updates::decode(bytes)?))
     }
 }
 

@@ -1,0 +1,365 @@
+//! The bookkeeping of an exchange between the workers sharing a job, whatever carries the
+//! bytes: which batches each worker sent in which pass, which workers have ended the pass (the
+//! barrier), what each pass carried, and the log that lets a failed worker be replaced.
+//!
+//! A [`Relay`] is plain state; the exchange that owns it waits for a pass to be complete in
+//! its own way (a condition variable for workers on threads of one process
+//! ([`crate::share_in_process`]), a future for the coordinator that relays between machines).
+//!
+//! **Replacement.** With its log kept, the relay holds every complete pass's batches. A worker
+//! that failed is forgotten ([`Relay::forget`]: what it sent in the pass in progress is
+//! dropped) and a replacement solves its groups from the start: in each complete pass it sends
+//! again what the failed worker sent, which the relay checks byte for byte instead of storing,
+//! and takes the others' batches at once; then it joins the others in the pass they wait in.
+//! Since a pass is a function of what came before it, a replacement that sends anything else
+//! is a bug, and the relay says so.
+
+use crate::level_share::Pass;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// What the workers sent in one pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassTraffic {
+    /// The pass.
+    pub pass: Pass,
+    /// Words of kinds sent (each counted once, whatever the number of recipients).
+    pub words: u64,
+    /// Encoded bytes as they travel: a batch of a loss level's first pass goes to the owners
+    /// of its entries (one recipient per word), parts to the worker that joins them, any other
+    /// batch to every other worker.
+    pub bytes: u64,
+    /// Entries resolved in the pass by all the workers.
+    pub resolved: u64,
+}
+
+/// A batch as the relay holds it: encoded bytes, with the counts the traffic needs (the relay
+/// never decodes a batch).
+#[derive(Clone, Debug)]
+pub struct RelayBatch {
+    /// The worker that sent it.
+    pub from: usize,
+    /// The encoded batch.
+    pub bytes: Arc<[u8]>,
+    /// Words of kinds it holds.
+    pub words: u64,
+    /// Entries its sender resolved in the pass (counted once per pass: senders put it in one
+    /// batch).
+    pub resolved: u64,
+}
+
+/// Why the relay refused a call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RelayError {
+    /// The job was given up (a worker failed for good): nobody waits any more.
+    #[error("the shared job was given up: {0}")]
+    Abandoned(String),
+    /// A worker number outside `0..workers`.
+    #[error("worker {worker} of a job shared by {workers} workers")]
+    NoSuchWorker {
+        /// The worker named.
+        worker: usize,
+        /// How many share the job.
+        workers: usize,
+    },
+    /// A replacement did not send what the worker it replaces sent.
+    #[error("worker {worker}'s replacement {what} in {pass:?} than the worker it replaces")]
+    Replay {
+        /// The worker replaced.
+        worker: usize,
+        /// The pass.
+        pass: Pass,
+        /// What differed.
+        what: String,
+    },
+    /// A complete pass whose batches were dropped (no log is kept): nobody can catch up on it.
+    #[error("{0:?} is over and its updates were not kept")]
+    NotKept(Pass),
+}
+
+/// One pass's batches and barrier.
+#[derive(Default)]
+struct PassBatches {
+    batches: Vec<RelayBatch>,
+    /// Workers that ended the pass (sent all their batches).
+    ended: BTreeSet<usize>,
+    /// Every worker ended it: its batches are final.
+    complete: bool,
+    /// Workers that took their share of a complete pass (without a log, its batches go once
+    /// every worker took them).
+    taken: BTreeSet<usize>,
+    /// Per worker's replacement: how many of its batches it sent again.
+    replayed: HashMap<usize, usize>,
+}
+
+/// The state of the exchange between the workers sharing one job.
+pub struct Relay {
+    workers: usize,
+    keep_log: bool,
+    passes: BTreeMap<PassKey, PassBatches>,
+    traffic: BTreeMap<PassKey, PassTraffic>,
+    abandoned: Option<String>,
+}
+
+/// Passes in the order they run (a loss level's two passes after the win level before it, the
+/// parts last).
+type PassKey = (u16, u8);
+
+fn key(pass: Pass) -> PassKey {
+    match pass {
+        Pass::Start => (0, 0),
+        Pass::Win(n) => (n, 0),
+        Pass::Mark(n) => (n, 1),
+        Pass::Resolve(n) => (n, 2),
+        Pass::Parts => (u16::MAX, 3),
+    }
+}
+
+impl Relay {
+    /// The relay of a job shared by `workers` workers; with `keep_log`, it keeps every pass's
+    /// batches, so that a failed worker can be replaced.
+    pub fn new(workers: usize, keep_log: bool) -> Relay {
+        Relay {
+            workers,
+            keep_log,
+            passes: BTreeMap::new(),
+            traffic: BTreeMap::new(),
+            abandoned: None,
+        }
+    }
+
+    /// How many workers share the job.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    fn check(&self, worker: usize) -> Result<(), RelayError> {
+        if let Some(why) = &self.abandoned {
+            return Err(RelayError::Abandoned(why.clone()));
+        }
+        if worker >= self.workers {
+            return Err(RelayError::NoSuchWorker {
+                worker,
+                workers: self.workers,
+            });
+        }
+        Ok(())
+    }
+
+    /// Takes `batch`, which worker `batch.from` sent in `pass`. In a complete pass (a
+    /// replacement catching up) it is checked against the batch the replaced worker sent in the
+    /// same place instead.
+    pub fn send(&mut self, pass: Pass, batch: RelayBatch) -> Result<(), RelayError> {
+        self.check(batch.from)?;
+        let p = self.passes.entry(key(pass)).or_default();
+        if !p.complete {
+            p.batches.push(batch);
+            return Ok(());
+        }
+        if !self.keep_log {
+            return Err(RelayError::NotKept(pass));
+        }
+        let from = batch.from;
+        let n = p.replayed.entry(from).or_default();
+        let before = p.batches.iter().filter(|b| b.from == from).nth(*n);
+        *n += 1;
+        match before {
+            Some(b) if b.bytes == batch.bytes => Ok(()),
+            _ => Err(RelayError::Replay {
+                worker: from,
+                pass,
+                what: "sent other updates".into(),
+            }),
+        }
+    }
+
+    /// Ends `worker`'s `pass`: it has sent every batch of it. Returns whether the pass is
+    /// complete (every worker ended it); a replacement ending a complete pass must have sent
+    /// again every batch the worker it replaces sent in it.
+    pub fn end(&mut self, worker: usize, pass: Pass) -> Result<bool, RelayError> {
+        self.check(worker)?;
+        let workers = self.workers;
+        let p = self.passes.entry(key(pass)).or_default();
+        if p.complete {
+            if !self.keep_log {
+                return Err(RelayError::NotKept(pass));
+            }
+            let before = p.batches.iter().filter(|b| b.from == worker).count();
+            let again = p.replayed.get(&worker).copied().unwrap_or(0);
+            if again != before {
+                return Err(RelayError::Replay {
+                    worker,
+                    pass,
+                    what: format!("sent {again} batches, not {before},"),
+                });
+            }
+            return Ok(true);
+        }
+        p.ended.insert(worker);
+        if p.ended.len() < workers {
+            return Ok(false);
+        }
+        p.complete = true;
+        let t = self.traffic.entry(key(pass)).or_insert(PassTraffic {
+            pass,
+            ..PassTraffic::default()
+        });
+        for b in &p.batches {
+            let recipients = match pass {
+                // A loss level's first pass sends each word to the one owner of its entries.
+                Pass::Mark(_) => u64::from(b.words > 0),
+                Pass::Parts => 1,
+                _ => workers as u64 - 1,
+            };
+            t.words += b.words;
+            t.bytes += b.bytes.len() as u64 * recipients;
+            t.resolved += b.resolved;
+        }
+        Ok(true)
+    }
+
+    /// Whether every worker ended `pass`.
+    pub fn is_complete(&self, pass: Pass) -> bool {
+        self.passes.get(&key(pass)).is_some_and(|p| p.complete)
+    }
+
+    /// The batches the other workers sent in complete pass `pass`, for `worker`, in the order
+    /// they were sent. Without a log, a pass's batches go once every worker took them.
+    pub fn take(&mut self, worker: usize, pass: Pass) -> Result<Vec<Arc<[u8]>>, RelayError> {
+        self.check(worker)?;
+        let k = key(pass);
+        let Some(p) = self.passes.get_mut(&k).filter(|p| p.complete) else {
+            return Err(RelayError::NotKept(pass));
+        };
+        let theirs = p
+            .batches
+            .iter()
+            .filter(|b| b.from != worker)
+            .map(|b| Arc::clone(&b.bytes))
+            .collect();
+        p.taken.insert(worker);
+        if !self.keep_log && p.taken.len() == self.workers {
+            self.passes.remove(&k);
+        }
+        Ok(theirs)
+    }
+
+    /// Forgets what failed worker `worker` sent in the pass in progress, and that it ended it:
+    /// its replacement sends it again (and catches up on the complete passes first).
+    pub fn forget(&mut self, worker: usize) {
+        for p in self.passes.values_mut() {
+            p.replayed.remove(&worker);
+            if !p.complete {
+                p.batches.retain(|b| b.from != worker);
+                p.ended.remove(&worker);
+            }
+        }
+    }
+
+    /// Gives the job up (`why`): every call from now on fails, and waiting workers should stop.
+    pub fn abandon(&mut self, why: &str) {
+        self.abandoned.get_or_insert_with(|| why.to_string());
+    }
+
+    /// Why the job was given up, if it was.
+    pub fn abandoned(&self) -> Option<&str> {
+        self.abandoned.as_deref()
+    }
+
+    /// What each complete pass carried, in the order the passes ran.
+    pub fn traffic(&self) -> Vec<PassTraffic> {
+        self.traffic.values().copied().collect()
+    }
+
+    /// The last pass every worker ended, if any.
+    pub fn last_complete(&self) -> Option<Pass> {
+        self.traffic.values().next_back().map(|t| t.pass)
+    }
+
+    /// Bytes of batches held (the log, and the pass in progress).
+    pub fn held_bytes(&self) -> u64 {
+        let batches = self.passes.values().flat_map(|p| &p.batches);
+        batches.map(|b| b.bytes.len() as u64).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Relay, RelayBatch, RelayError};
+    use crate::level_share::Pass;
+
+    fn batch(from: usize, bytes: &[u8]) -> RelayBatch {
+        RelayBatch {
+            from,
+            bytes: bytes.into(),
+            words: 1,
+            resolved: 10,
+        }
+    }
+
+    /// A pass is complete once every worker ended it; each worker takes the others' batches;
+    /// the traffic counts every batch once per recipient.
+    #[test]
+    fn a_pass_completes_when_every_worker_ended_it() {
+        let mut r = Relay::new(3, false);
+        r.send(Pass::Win(1), batch(0, b"a")).unwrap();
+        r.send(Pass::Win(1), batch(2, b"cc")).unwrap();
+        assert!(!r.end(0, Pass::Win(1)).unwrap());
+        assert!(!r.end(1, Pass::Win(1)).unwrap());
+        assert!(!r.is_complete(Pass::Win(1)));
+        assert!(r.end(2, Pass::Win(1)).unwrap());
+        assert_eq!(r.take(1, Pass::Win(1)).unwrap().len(), 2);
+        assert_eq!(&*r.take(0, Pass::Win(1)).unwrap()[0], b"cc");
+        let t = r.traffic();
+        assert_eq!((t[0].words, t[0].bytes, t[0].resolved), (2, 6, 20));
+        // Without a log the batches go once all took them.
+        r.take(2, Pass::Win(1)).unwrap();
+        assert_eq!(r.held_bytes(), 0);
+        assert_eq!(
+            r.take(2, Pass::Win(1)),
+            Err(RelayError::NotKept(Pass::Win(1)))
+        );
+        assert_eq!(r.last_complete(), Some(Pass::Win(1)));
+    }
+
+    /// A forgotten worker's batches of the pass in progress are dropped; its replacement sends
+    /// the complete passes again (checked byte for byte and batch for batch) and takes the
+    /// others' batches from the log.
+    #[test]
+    fn a_replacement_replays_the_log_and_is_checked() {
+        let mut r = Relay::new(2, true);
+        r.send(Pass::Start, batch(1, b"s1")).unwrap();
+        r.send(Pass::Start, batch(0, b"s0")).unwrap();
+        r.end(0, Pass::Start).unwrap();
+        assert!(r.end(1, Pass::Start).unwrap());
+        r.send(Pass::Win(1), batch(1, b"w1")).unwrap();
+        r.end(1, Pass::Win(1)).unwrap();
+        r.forget(1);
+        // Worker 0 still waits: worker 1's end of the pass in progress was forgotten.
+        assert!(!r.end(0, Pass::Win(1)).unwrap());
+        assert!(r.take(0, Pass::Win(1)).is_err());
+        // The replacement catches up on the start, then joins.
+        r.send(Pass::Start, batch(1, b"s1")).unwrap();
+        assert!(r.end(1, Pass::Start).unwrap());
+        assert_eq!(&*r.take(1, Pass::Start).unwrap()[0], b"s0");
+        r.send(Pass::Win(1), batch(1, b"w1")).unwrap();
+        assert!(r.end(1, Pass::Win(1)).unwrap());
+        assert_eq!(&*r.take(0, Pass::Win(1)).unwrap()[0], b"w1");
+        // A second replacement that sends something else, or less, is refused.
+        r.forget(1);
+        let e = r.send(Pass::Start, batch(1, b"xx")).unwrap_err();
+        assert!(e.to_string().contains("sent other updates"), "{e}");
+        r.forget(1);
+        let e = r.end(1, Pass::Start).unwrap_err();
+        assert!(e.to_string().contains("sent 0 batches, not 1"), "{e}");
+        r.abandon("worker 1 failed 5 times");
+        assert!(matches!(
+            r.end(0, Pass::Win(2)),
+            Err(RelayError::Abandoned(_))
+        ));
+        assert!(matches!(
+            r.send(Pass::Win(1), batch(3, b"")),
+            Err(RelayError::Abandoned(_))
+        ));
+    }
+}
