@@ -51,6 +51,15 @@ pub struct CoordinatorArgs {
     /// slices of one table then run on several workers at once, each holding only its slice).
     #[arg(long, default_value_t = app::scheduler::DEFAULT_SLICE_FROM_ENTRIES)]
     slice_from_entries: u64,
+    /// Share each whole cycles-are-draws table of at least --share-from-entries entries
+    /// between up to this many workers at once, level by level (1: solve every job on one
+    /// worker). The workers exchange their updates through the coordinator, which keeps them
+    /// until the table is done so that a failed worker's seat can be taken over.
+    #[arg(long, default_value_t = 1, value_name = "WORKERS")]
+    share_by: usize,
+    /// The smallest table shared (entries: slots times both sides to move).
+    #[arg(long, default_value_t = app::Sharing::default().from_entries, value_name = "ENTRIES")]
+    share_from_entries: u64,
     /// PEM certificate for TLS (with --tls-key).
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -274,6 +283,11 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
         default_rules: args.rules,
         tls: args.tls_cert.zip(args.tls_key),
         limits,
+        sharing: app::Sharing {
+            workers: args.share_by.max(1),
+            from_entries: args.share_from_entries,
+            ..app::Sharing::default()
+        },
     };
     runtime()?.block_on(async {
         serve_metrics(args.metrics_listen)?;
@@ -405,6 +419,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         default_rules: args.rules,
         tls: None,
         limits: Limits::default(),
+        sharing: app::Sharing::default(),
     };
     let started = Instant::now();
     let cpu_start = crate::cli_solve::cpu_seconds();
@@ -784,6 +799,28 @@ fn print_job(j: &JobStatus, name: &str, indent: usize) {
         app::human_bytes(j.memory_bytes),
         width = 32 - indent,
     );
+    if let Some(s) = &j.share {
+        let seats: Vec<String> = s
+            .seat_workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| match w.as_str() {
+                "" => format!("{i} open"),
+                w => format!("{i} {w}"),
+            })
+            .collect();
+        println!(
+            "{:indent$}  shared by {} workers (seats {}), last pass {}, {} relayed, {} held, {} \
+             replaced",
+            "",
+            s.seats,
+            seats.join(", "),
+            if s.pass.is_empty() { "none" } else { &s.pass },
+            app::human_bytes(s.bytes_relayed),
+            app::human_bytes(s.bytes_held),
+            s.replacements,
+        );
+    }
 }
 
 /// A table's name for status output: the signature, with the rule set unless it is the first

@@ -1080,6 +1080,113 @@ fn a_table_solved_in_pawn_slices_with_a_killed_worker_equals_a_local_solve() {
     }
 }
 
+/// A table shared by two workers (KRvKN under cycles-are-draws; its dependencies are solved
+/// as usual), one of which hangs in the middle of the levels and is killed: its seat is leased
+/// again, the new worker catches up from the coordinator's log, and the table the first seat
+/// uploads is byte for byte the one `xqtb solve` makes alone. Status shows the shared job.
+#[test]
+fn a_shared_table_survives_a_killed_seat_and_equals_a_local_solve() {
+    let dir = TempDir::new("shared");
+    let port = free_port();
+    // Only KRvKN (2 x 328,500 entries) is large enough to be shared.
+    let c = coordinator(
+        &dir,
+        port,
+        &[
+            "--plan",
+            "KRvKN",
+            "--rules",
+            "cycles-are-draws",
+            "--share-by",
+            "2",
+            "--share-from-entries",
+            "600000",
+            "--lease-ttl-secs",
+            "2",
+        ],
+    );
+    // Whichever of the two holds seat 1 stops before ending its sixth pass.
+    let stall = ["--threads", "1", "--debug-stall-seat-at-pass", "5"];
+    let mut x = worker(&dir, port, "x", &stall);
+    let mut y = worker(&dir, port, "y", &stall);
+    let rt = rt();
+    let shared = |s: &StatusResponse| -> Option<ShareStatus> {
+        let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN")?;
+        job.share.clone()
+    };
+    let s = rt.block_on(wait_until(
+        port,
+        "both seats held, the hung seat at its pass",
+        Duration::from_secs(120),
+        |s| {
+            shared(s).is_some_and(|sh| {
+                sh.seat_workers.iter().all(|w| !w.is_empty()) && sh.pass == "win 3"
+            })
+        },
+    ));
+    let share = shared(&s).unwrap();
+    assert_eq!(share.seats, 2, "{share:?}");
+    assert!(share.bytes_relayed > 0, "{share:?}");
+    let server = format!("http://127.0.0.1:{port}");
+    let during = run_ok(&["status", "--server", &server]);
+    assert!(
+        during.contains("shared by 2 workers (seats 0 w") && during.contains("last pass win 3"),
+        "{during}"
+    );
+    let hung = &share.seat_workers[1];
+    match hung.ends_with("-x") {
+        true => x.kill(),
+        false => y.kill(),
+    }
+    let mut z = worker(&dir, port, "z", &["--threads", "1", "--exit-when-done"]);
+    let s = rt.block_on(wait_until(
+        port,
+        "the shared table",
+        Duration::from_secs(300),
+        all_finished,
+    ));
+    assert!(z.wait_exit(Duration::from_secs(60)), "{}", z.log());
+    assert!(
+        z.log().contains("seat of a shared job") || z.log().contains("seat = 1"),
+        "z took the open seat: {}",
+        z.log()
+    );
+    let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN").unwrap();
+    assert_eq!(job.attempts, 1, "the job's attempt went on: {job:?}");
+    assert!(
+        c.log().contains("a seat of a shared job is open again"),
+        "{}",
+        c.log()
+    );
+    let data = dir.path("solo").display().to_string();
+    run_ok(&[
+        "solve",
+        "--data",
+        &data,
+        "--rules",
+        "cycles-are-draws",
+        "--threads",
+        "2",
+        "KRvKN",
+    ]);
+    let out = dir.path("KRvKN.solo.xqtb").display().to_string();
+    run_ok(&[
+        "export",
+        "KRvKN",
+        "-o",
+        &out,
+        "--data",
+        &data,
+        "--rules",
+        "cycles-are-draws",
+    ]);
+    let remote = rt.block_on(download(port, "KRvKN"));
+    assert!(
+        remote == std::fs::read(out).unwrap(),
+        "the shared table differs from xqtb solve's"
+    );
+}
+
 /// `download` without `--rules` fetches the tables of the coordinator's default rule set and
 /// finds them again under their names: a repeated download keeps every file.
 #[test]

@@ -85,6 +85,7 @@ async fn start(data: &Path, plan: &[&str], limits: Limits) -> Coordinator {
         default_rules: RULES,
         tls: None,
         limits,
+        sharing: app::Sharing::default(),
     })
     .await
     .unwrap()

@@ -12,6 +12,7 @@ use crate::jobs::Jobs;
 use crate::limits::Limits;
 use crate::scheduler::{JobState, SchedulerConfig};
 use crate::searches::Searches;
+use crate::shares::{Shares, Sharing};
 use crate::telemetry::describe_check_metrics;
 use crate::workers::Workers;
 use probe::Tablebase;
@@ -41,6 +42,12 @@ pub struct App {
     pub(crate) last_trim: Mutex<Instant>,
     /// The mate searches running, at most [`MAX_SEARCHES`](crate::MAX_SEARCHES) at once.
     pub(crate) searches: Searches,
+    /// The jobs shared by several workers in progress.
+    pub(crate) shares: Shares,
+    /// How long a lease lasts without a heartbeat (the scheduler's), for seat leases.
+    pub(crate) lease_ttl_ms: u64,
+    /// Makes the ids of this process's seat leases distinct from those of earlier runs.
+    pub(crate) lease_prefix: String,
     access: Access,
     default_rules: RuleSet,
     limits: Limits,
@@ -73,6 +80,9 @@ impl App {
             entries_at_start,
             last_trim: Mutex::new(Instant::now()),
             searches: Searches::new(),
+            shares: Shares::new(Sharing::default()),
+            lease_ttl_ms: config.lease_ttl_ms,
+            lease_prefix: format!("{:x}", crate::jobs::now_ms()),
             access,
             default_rules,
             limits: Limits::default(),
@@ -84,6 +94,12 @@ impl App {
     /// Sets the limits (the defaults until called).
     pub fn with_limits(mut self, limits: Limits) -> App {
         self.limits = limits;
+        self
+    }
+
+    /// Shares jobs between workers as `sharing` says (none is shared until called).
+    pub fn with_sharing(mut self, sharing: Sharing) -> App {
+        self.shares = Shares::new(sharing);
         self
     }
 

@@ -38,4 +38,8 @@ pub enum AppError {
     /// the server (or its tables), not of the request.
     #[error("{0}")]
     SearchFailed(String),
+    /// A call about a shared job was refused (no such seat, the job given up, a replacement
+    /// that sent other updates).
+    #[error(transparent)]
+    Share(#[from] crate::shares::ShareError),
 }

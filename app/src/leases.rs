@@ -7,6 +7,7 @@ use crate::error::AppError;
 use crate::jobs::now_ms;
 use crate::memory::{TRIM_INTERVAL, release_freed_memory};
 use crate::scheduler::Grant;
+use crate::shares::Seat;
 use crate::workers::Registration;
 use std::time::Instant;
 use storage_format::store::TableStore;
@@ -17,6 +18,8 @@ use xqtb_core::{JobKey, TableId};
 pub struct LeaseOutcome {
     /// The job granted, if one is ready.
     pub grant: Option<Grant>,
+    /// The grant's seat, when several workers share its job.
+    pub seat: Option<Seat>,
     /// When to ask again if nothing was granted.
     pub retry_after_ms: u32,
     /// Every planned job is finished or failed: the worker may stop.
@@ -60,6 +63,7 @@ impl App {
             self.workers.seen(worker);
             return Ok(LeaseOutcome {
                 grant: None,
+                seat: None,
                 retry_after_ms: 5000,
                 all_done: self.all_done(),
             });
@@ -68,21 +72,55 @@ impl App {
             .workers
             .memory_for_lease(worker, resident_bytes)
             .map(|m| xqtb_core::memory_for_jobs(m, resident_bytes));
-        let (grant, all_done) = self.jobs.change(|s| {
-            let (grant, changed) = s.lease(worker, memory, now_ms());
-            Ok(((grant, s.all_done()), changed))
+        let now = now_ms();
+        // An open seat of a shared job first: the job's other seats wait for it.
+        let prefix = &self.lease_prefix;
+        if let Some(g) = self
+            .shares
+            .take_seat(worker, memory, now, self.lease_ttl_ms, prefix)
+        {
+            tracing::info!(worker = %worker, job = %g.key, lease = %g.lease.id, seat = g.seat.seat, seats = g.seat.seats, "seat of a shared job leased");
+            metrics::counter!("xqtb_leases_granted_total").increment(1);
+            self.workers.leased(worker, &g.lease.id);
+            return Ok(LeaseOutcome {
+                grant: Some(Grant {
+                    key: g.key,
+                    lease: g.lease,
+                    dependencies: g.dependencies,
+                    attempt: g.attempt,
+                }),
+                seat: Some(g.seat),
+                retry_after_ms: 500,
+                all_done: false,
+            });
+        }
+        let (grant, least_bytes, all_done) = self.jobs.change(|s| {
+            let (grant, changed) = s.lease(worker, memory, now);
+            let least = grant
+                .as_ref()
+                .and_then(|g| s.cost(&g.key))
+                .map(|c| c.least_bytes());
+            Ok(((grant, least.unwrap_or(0), s.all_done()), changed))
         })?;
+        let mut seat = None;
+        if let Some(g) = &grant
+            && let Some(s) = self.shares.seats_for(&g.key, self.workers.live())
+        {
+            self.shares.open(g.key, &g.lease, s, least_bytes, g.attempt);
+            seat = Some(s);
+        }
         if let Some(g) = &grant {
             self.update_gauges();
             metrics::counter!("xqtb_leases_granted_total").increment(1);
             if g.attempt > 1 {
                 metrics::counter!("xqtb_job_retries_total").increment(1);
             }
-            tracing::info!(worker = %worker, job = %g.key, lease = %g.lease.id, attempt = g.attempt, "job leased");
+            tracing::info!(worker = %worker, job = %g.key, lease = %g.lease.id, attempt = g.attempt, seats = seat.map_or(1, |s| s.seats), "job leased");
             self.workers.leased(worker, &g.lease.id);
         }
         Ok(LeaseOutcome {
             grant,
+            seat,
             retry_after_ms: 500,
             all_done,
         })
@@ -98,6 +136,9 @@ impl App {
         phase: &str,
     ) -> Result<u64, AppError> {
         self.workers.progress(worker, progress, phase);
+        if let Some(expires) = self.shares.renew(lease_id, now_ms(), self.lease_ttl_ms) {
+            return Ok(expires);
+        }
         // Persisting the renewed expiry lets a restarted coordinator honour the lease.
         let result = self
             .jobs
@@ -124,9 +165,30 @@ impl App {
         message: &str,
     ) -> Result<(), AppError> {
         tracing::warn!(worker = %worker, lease = %lease_id, "job failed: {message}");
+        let (seat, give_up) = self.shares.vacate(lease_id, message);
+        if seat {
+            self.workers.release(lease_id);
+            return self.give_up_shared(give_up);
+        }
         self.jobs
             .change(|s| Ok(((), vec![s.fail(lease_id, message)?])))?;
         self.workers.release(lease_id);
+        self.update_gauges();
+        Ok(())
+    }
+
+    /// Fails the attempt of a shared job whose seats failed too often (seat 0's lease, why).
+    fn give_up_shared(&self, job: Option<(JobKey, String)>) -> Result<(), AppError> {
+        let Some((key, lease0)) = job else {
+            return Ok(());
+        };
+        let why = format!("{key}: seats of the shared job failed too often");
+        self.jobs.change(|s| match s.fail(&lease0, &why) {
+            Ok(r) => Ok(((), vec![r])),
+            // Its lease ended meanwhile.
+            Err(_) => Ok(((), Vec::new())),
+        })?;
+        self.workers.release(&lease0);
         self.update_gauges();
         Ok(())
     }
@@ -138,6 +200,14 @@ impl App {
             let expired = s.expire(now_ms());
             Ok((expired.clone(), expired))
         })?;
+        let given_up = {
+            let s = self.jobs.lock();
+            self.shares
+                .expire(now_ms(), |lease| s.leased_job(lease).is_some())
+        };
+        for job in given_up {
+            self.give_up_shared(Some(job))?;
+        }
         if !expired.is_empty() {
             metrics::counter!("xqtb_lease_expiries_total").increment(expired.len() as u64);
             for r in &expired {

@@ -15,10 +15,12 @@
 //! - `searches.rs`: mate searches as a server runs them ([`Searches`]: the caps of a request,
 //!   at most [`MAX_SEARCHES`] at once), for the coordinator and `xqtb serve` alike;
 //! - `jobs.rs`: the scheduler behind its lock, with its records persisted in the store;
-//!   `workers.rs`: the worker registry and quarantine;
+//!   `workers.rs`: the worker registry and quarantine; `shares.rs`: the jobs shared by several
+//!   workers at once (their seats, and the relay of their updates);
 //! - `app.rs`: the [`App`] type, its state and how it is opened on a store;
 //! - the operations, each an `impl App` block in the module of its concern: `leases.rs`
-//!   (planning, registering, leasing, heartbeats, failures, expiry), `uploads.rs` (the checks of
+//!   (planning, registering, leasing, heartbeats, failures, expiry), `sharing.rs` (what the
+//!   workers sharing a job send and wait for), `uploads.rs` (the checks of
 //!   an upload and its commit), `catalog.rs` (listing committed tables, their shard files),
 //!   `queries.rs` (probes, main lines and searches), `status.rs` (the status report and the
 //!   gauges).
@@ -29,9 +31,10 @@
 //! scheduler, the worker registry), so that the operations read as the steps they take.
 //!
 //! Depends on the table model, the storage, probing and search libraries, and on the solver only
-//! for its one-ply check of a sample of every upload ([`solver::sample`]): workers solve, the
-//! coordinator checks and stores. Never on gRPC, the protocol crate, an HTTP stack or an async
-//! runtime.
+//! for its one-ply check of a sample of every upload ([`solver::sample`]) and the bookkeeping of
+//! a shared job's exchange ([`solver::Relay`]): workers solve, the coordinator checks, relays
+//! and stores. Never on gRPC, the protocol crate, an HTTP stack or an async runtime (a call
+//! waiting for a shared job's pass gets a runtime-free one-shot receiver to await).
 
 #![warn(missing_docs)]
 
@@ -46,6 +49,8 @@ mod memory;
 mod queries;
 pub mod scheduler;
 mod searches;
+mod shares;
+mod sharing;
 pub mod simulate;
 mod status;
 mod telemetry;
@@ -60,9 +65,12 @@ pub use leases::LeaseOutcome;
 pub use limits::{
     DEFAULT_SEARCH_HASH_MIB, DEFAULT_SEARCH_PLIES, DEFAULT_SEARCH_THREADS, Limits, MAX_PROBE_BATCH,
     MAX_SEARCH_HASH_MIB, MAX_SEARCH_NODES, MAX_SEARCH_PLIES, MAX_SEARCH_THREADS, MAX_SEARCH_TIME,
-    MAX_SEARCHES, MAX_UPLOAD_BYTES, check_batch_len, max_shard_bytes,
+    MAX_SEARCHES, MAX_SHARE_BATCH_BYTES, MAX_UPLOAD_BYTES, check_batch_len, max_shard_bytes,
 };
 pub use searches::{AppliedLimits, CancelOnDrop, SearchAnswer, SearchLimits, Searches};
+pub use shares::{PassEnd, Seat, ShareError, ShareReport, Sharing};
+pub use sharing::pass_of;
+pub use solver::{Pass, RelayError};
 pub use status::{JobReport, StatusReport, TableReport, human_bytes};
 pub use telemetry::register_metrics;
 pub use workers::{Registration, WorkerReport};

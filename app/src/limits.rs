@@ -9,6 +9,10 @@ use std::time::Duration;
 /// Largest upload accepted for any table: an upload is held in memory until it is committed.
 pub const MAX_UPLOAD_BYTES: u64 = 4 << 30;
 
+/// Largest batch of a shared job's exchange: a batch of [`solver::BATCH_WORDS`] words encoded
+/// takes at most about 2.3 MiB, and a message must stay under gRPC's 4 MiB.
+pub const MAX_SHARE_BATCH_BYTES: usize = 3 << 20;
+
 /// Bytes a shard may take per entry (slot and side to move): three for the value uncompressed
 /// (two in two-byte layouts; an indexed block of `n` values lists up to `n` two-byte codes
 /// before its `n` one-byte indices; zstd stores a block that does not compress as it is, plus a

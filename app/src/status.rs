@@ -26,6 +26,8 @@ pub struct JobReport {
     pub memory_bytes: u64,
     /// Why no registered worker can take it (each has too little memory), if so.
     pub unholdable: Option<String>,
+    /// Its seats and exchange, while several workers share it.
+    pub share: Option<crate::shares::ShareReport>,
 }
 
 /// One table in a status report: its jobs (one, or one per pawn slice when it is solved in
@@ -173,6 +175,10 @@ impl App {
                     JobState::Finished | JobState::Failed => None,
                     _ => why_unholdable(need, &holder),
                 },
+                share: match job.state {
+                    JobState::Leased => self.shares.report(&job.key),
+                    _ => None,
+                },
             });
         }
         let secs = self.started.elapsed().as_secs_f64();
@@ -183,7 +189,10 @@ impl App {
         } else if remaining == 0 {
             r.eta_seconds = Some(0.0);
         }
-        r.workers = self.workers.reports(|l| s.leased_job(l));
+        r.workers = self.workers.reports(|l| {
+            s.leased_job(l)
+                .or_else(|| self.shares.seat_holder(l).map(|(key, _)| key))
+        });
         r
     }
 

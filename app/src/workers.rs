@@ -208,6 +208,16 @@ impl Workers {
             .max_by_key(|(id, m)| (m.unwrap_or(u64::MAX), std::cmp::Reverse(id.clone())))
     }
 
+    /// How many workers may take a job now: registered, not quarantined, not silent for four
+    /// heartbeats.
+    pub(crate) fn live(&self) -> usize {
+        let silent = 4 * u128::from(self.heartbeat_ms);
+        self.lock()
+            .values()
+            .filter(|w| w.quarantined.is_none() && w.last_seen.elapsed().as_millis() <= silent)
+            .count()
+    }
+
     /// Every worker, by id; `leased_job` names the job of a lease.
     pub(crate) fn reports(&self, leased_job: impl Fn(&str) -> Option<JobKey>) -> Vec<WorkerReport> {
         let workers = self.lock();

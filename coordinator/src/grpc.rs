@@ -49,6 +49,12 @@ pub fn status_of(e: AppError) -> Status {
         AppError::Store(_) | AppError::Persist(_) | AppError::SearchFailed(_) => {
             Status::internal(e.to_string())
         }
+        AppError::Share(s) => match s {
+            app::ShareError::Relay(app::RelayError::Replay { .. }) => {
+                Status::aborted(e.to_string())
+            }
+            _ => Status::failed_precondition(e.to_string()),
+        },
     }
 }
 
@@ -232,6 +238,11 @@ impl Jobs for JobsService {
                 dependencies: g.dependencies.iter().map(rpc::table_ref).collect(),
                 expires_at_ms: g.lease.expires_at_ms,
                 attempt: g.attempt,
+                share: outcome.seat.map(|s| ShareSeat {
+                    seat: s.seat as u32,
+                    seats: s.seats as u32,
+                    group_slots: s.group_slots,
+                }),
             });
             Ok(Response::new(LeaseResponse {
                 job,
@@ -334,6 +345,58 @@ impl Jobs for JobsService {
         })
         .await
     }
+
+    async fn share_send(
+        &self,
+        req: Request<ShareBatch>,
+    ) -> Result<Response<ShareSendResponse>, Status> {
+        within(&self.0, async move {
+            authorize(&self.0, &req, true)?;
+            let b = req.into_inner();
+            let pass = app::pass_of(b.pass_kind, b.level).map_err(status_of)?;
+            blocking(&self.0, move |a| {
+                a.share_send(&b.lease_id, pass, b.data, b.words, b.resolved)
+            })
+            .await?;
+            Ok(Response::new(ShareSendResponse {}))
+        })
+        .await
+    }
+
+    type ShareReceiveStream = Pin<Box<dyn Stream<Item = Result<ShareBatch, Status>> + Send>>;
+
+    /// Not bounded by the request timeout: a pass ends when the slowest worker sharing the
+    /// job ends it, which can take as long as the pass's work.
+    async fn share_receive(
+        &self,
+        req: Request<ShareReceiveRequest>,
+    ) -> Result<Response<Self::ShareReceiveStream>, Status> {
+        authorize(&self.0, &req, true)?;
+        let r = req.into_inner();
+        let pass = app::pass_of(r.pass_kind, r.level).map_err(status_of)?;
+        let app = &self.0;
+        if let app::PassEnd::Waiting(complete) =
+            app.share_end(&r.lease_id, pass).map_err(status_of)?
+        {
+            // Woken when the pass is complete, or when the job was given up.
+            let _ = complete.await;
+        }
+        if !r.take && app.share_pass_complete(&r.lease_id, pass) {
+            return Ok(Response::new(Box::pin(tokio_stream::empty())));
+        }
+        let batches = app.share_take(&r.lease_id, pass).map_err(status_of)?;
+        let (kind, level) = pass.tag();
+        let batches = if r.take { batches } else { Vec::new() };
+        let messages = batches.into_iter().map(move |data| {
+            Ok(ShareBatch {
+                pass_kind: kind.into(),
+                level: level.into(),
+                data: data.to_vec(),
+                ..ShareBatch::default()
+            })
+        });
+        Ok(Response::new(Box::pin(tokio_stream::iter(messages))))
+    }
 }
 
 /// The user-facing service.
@@ -350,6 +413,18 @@ fn job_status(j: &JobReport) -> JobStatus {
         last_error: j.last_error.clone().unwrap_or_default(),
         memory_bytes: j.memory_bytes,
         unholdable: j.unholdable.clone().unwrap_or_default(),
+        share: j.share.as_ref().map(|s| ShareStatus {
+            seats: s.seats as u32,
+            seat_workers: s
+                .seat_workers
+                .iter()
+                .map(|w| w.clone().unwrap_or_default())
+                .collect(),
+            pass: s.pass.map(|p| p.to_string()).unwrap_or_default(),
+            bytes_relayed: s.bytes_relayed,
+            bytes_held: s.bytes_held,
+            replacements: s.replacements,
+        }),
     }
 }
 

@@ -38,6 +38,8 @@ pub struct CoordinatorConfig {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// Deadlines, stream and connection limits, and the sample check of uploads.
     pub limits: Limits,
+    /// Which jobs several workers share.
+    pub sharing: app::Sharing,
 }
 
 /// A running coordinator.
@@ -63,7 +65,8 @@ impl Coordinator {
                 config.scheduler,
                 config.default_rules,
             )?
-            .with_limits(config.limits),
+            .with_limits(config.limits)
+            .with_sharing(config.sharing),
         );
         if !config.plan.is_empty() {
             app.submit(&config.plan)?;
@@ -211,6 +214,7 @@ mod tests {
             default_rules: RuleSet::default(),
             tls: None,
             limits: Limits::default(),
+            sharing: app::Sharing::default(),
         })
         .await
         .unwrap()

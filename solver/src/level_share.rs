@@ -123,6 +123,19 @@ pub(crate) fn merge_word(old: u64, new: u64) -> u64 {
     out
 }
 
+impl std::fmt::Display for Pass {
+    /// `start`, `win 12`, `mark 13`, `resolve 13` or `parts`, as the status shows it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pass::Start => write!(f, "start"),
+            Pass::Win(n) => write!(f, "win {n}"),
+            Pass::Mark(n) => write!(f, "mark {n}"),
+            Pass::Resolve(n) => write!(f, "resolve {n}"),
+            Pass::Parts => write!(f, "parts"),
+        }
+    }
+}
+
 impl Pass {
     /// The pass as a kind (0 start, 1 win, 2 mark, 3 resolve, 4 parts) and a level, as
     /// messages carry it.

@@ -1,7 +1,8 @@
 //! Fault injection, for tests only: knobs that make a worker misbehave on purpose, so that the
 //! cluster tests can show the coordinator copes with a worker that uploads late (its lease
-//! expires, another worker takes the job) or uploads a table with wrong values (the sample
-//! check refuses it and quarantines the worker).
+//! expires, another worker takes the job), uploads a table with wrong values (the sample
+//! check refuses it and quarantines the worker) or hangs in a shared job (its seat is leased
+//! again).
 //!
 //! The knobs exist only with this crate's `fault-injection` feature, which the `xqtb` package
 //! turns on for its own tests alone (it is a dev-dependency feature). Without it, [`Faults`] and
@@ -27,6 +28,11 @@ pub struct Faults {
     /// coordinator's sample check refuses the table and quarantines the worker.
     #[cfg(feature = "fault-injection")]
     pub corrupt_values: u64,
+    /// Holding a seat of a shared job other than the first, stop for good (heartbeating on)
+    /// when about to end the pass of this number (0 for the first), as a worker that hangs
+    /// in the middle of a table: the tests kill it there.
+    #[cfg(feature = "fault-injection")]
+    pub stall_seat_at_pass: Option<usize>,
 }
 
 /// The hidden command-line flags that ask for [`Faults`], for a command's arguments to flatten
@@ -42,6 +48,11 @@ pub struct FaultArgs {
     #[cfg(feature = "fault-injection")]
     #[arg(long, hide = true, default_value_t = 0)]
     debug_corrupt_values: u64,
+    /// Fault injection for tests: holding a seat of a shared job other than the first, stop
+    /// for good at this pass.
+    #[cfg(feature = "fault-injection")]
+    #[arg(long, hide = true)]
+    debug_stall_seat_at_pass: Option<usize>,
 }
 
 impl FaultArgs {
@@ -52,6 +63,8 @@ impl FaultArgs {
             delay_upload: Duration::from_millis(self.debug_delay_upload_ms),
             #[cfg(feature = "fault-injection")]
             corrupt_values: self.debug_corrupt_values,
+            #[cfg(feature = "fault-injection")]
+            stall_seat_at_pass: self.debug_stall_seat_at_pass,
         }
     }
 }
@@ -69,6 +82,11 @@ impl Faults {
             );
         }
         table
+    }
+
+    /// The pass at which a seat other than the first stops for good, if asked.
+    pub(crate) fn stall_seat_at_pass(&self) -> Option<usize> {
+        self.stall_seat_at_pass
     }
 
     /// Waits [`Faults::delay_upload`] before an upload; whether it waited at all.

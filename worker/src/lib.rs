@@ -13,6 +13,7 @@ mod fault;
 mod grouped;
 mod resources;
 mod scratch;
+mod seat;
 
 pub use fault::{FaultArgs, Faults};
 pub use grouped::{solve_in_groups, solve_shared_in_process};
@@ -83,6 +84,9 @@ pub struct WorkerSummary {
     pub committed: Vec<JobKey>,
     /// Jobs whose upload the coordinator refused (or whose lease was lost).
     pub refused: Vec<JobKey>,
+    /// Shared jobs of which this worker solved a seat other than the first and handed its
+    /// parts to the first (which uploads the table).
+    pub shared: Vec<JobKey>,
 }
 
 type Jobs = JobsClient<Client>;
@@ -264,6 +268,7 @@ async fn session(
         match outcome {
             Ok(JobOutcome::Committed(key)) => summary.committed.push(key),
             Ok(JobOutcome::Refused(key)) => summary.refused.push(key),
+            Ok(JobOutcome::PartsHanded(key)) => summary.shared.push(key),
             Err(JobFailure::Transport(e)) => return Err(e),
             Err(JobFailure::Job(e)) => {
                 let message = rpc::error_chain(e.as_ref());
@@ -283,6 +288,8 @@ async fn session(
 enum JobOutcome {
     Committed(JobKey),
     Refused(JobKey),
+    /// A seat of a shared job other than the first: its parts went to the first.
+    PartsHanded(JobKey),
 }
 
 enum JobFailure {
@@ -346,6 +353,7 @@ async fn run_job(
     #[cfg(feature = "fault-injection")]
     let faults = config.faults;
     let key = rpc::parse_job_key(job.key.as_ref()).map_err(job_err)?;
+    let seat = seat::Seat::of(job.share.as_ref()).map_err(job_err)?;
     // A pawn slice job also reads the slices of its own table its pawn advances lead into.
     let slices = key.slice_dependencies();
     let deps: Vec<TableId> = job
@@ -354,7 +362,12 @@ async fn run_job(
         .map(|t| rpc::parse_table(&t.signature, &t.rules, key.table.rules))
         .collect::<Result<_, _>>()
         .map_err(job_err)?;
-    tracing::info!(worker = %worker_id, job = %key, lease = %job.lease_id, "solving");
+    match seat {
+        Some(s) => {
+            tracing::info!(worker = %worker_id, job = %key, lease = %job.lease_id, seat = s.seat, seats = s.seats, "solving a seat of a shared job")
+        }
+        None => tracing::info!(worker = %worker_id, job = %key, lease = %job.lease_id, "solving"),
+    }
     let usage = JobUsage::start(config.measure_job_memory);
     let progress = Arc::new(JobProgress::default());
     let lost = Arc::new(AtomicBool::new(false));
@@ -394,9 +407,11 @@ async fn run_job(
         let cache_bytes = dependency_cache_bytes(config, &key);
         // A job whose states do not fit in this worker's memory keeps them on local disk, in a
         // directory beside its cache store that goes with the job.
-        let states_dir = JobCost::of(&key)
-            .keeps_states_on_disk(memory_for_job(config))
-            .then(|| states_dir(config));
+        // So does every seat of a shared job: the seats exchange the kinds of its groups'
+        // states.
+        let states_dir = (seat.is_some()
+            || JobCost::of(&key).keeps_states_on_disk(memory_for_job(config)))
+        .then(|| states_dir(config));
         let (on_disk, group_bytes) = (states_dir.is_some(), config.group_bytes);
         let mut tables = MemoryTables::new();
         if cache_bytes.is_none() {
@@ -419,6 +434,10 @@ async fn run_job(
         });
         let (pool, p) = (Arc::clone(pool), Arc::clone(&progress));
         let started = std::time::Instant::now();
+        let (share_client, runtime) = (client.clone(), tokio::runtime::Handle::current());
+        let lease_id = job.lease_id.clone();
+        #[cfg(feature = "fault-injection")]
+        let stall_at_pass = faults.stall_seat_at_pass();
         let solved = tokio::task::spawn_blocking(move || {
             pool.install(|| {
                 let report = |pr: solver::Progress| {
@@ -440,6 +459,22 @@ async fn run_job(
                     Some(c) => c,
                     None => &tables,
                 };
+                if let (Some(seat), Some(dir)) = (seat, &states_dir) {
+                    let job = seat::SeatJob {
+                        key,
+                        seat,
+                        lease_id: &lease_id,
+                        client: share_client,
+                        runtime,
+                        dir,
+                        #[cfg(feature = "fault-injection")]
+                        stall_at_pass: stall_at_pass.filter(|_| seat.seat > 0),
+                    };
+                    return Ok(match seat::solve_seat(job, deps, &report)? {
+                        seat::SeatResult::Table(encoded) => Some(encoded),
+                        seat::SeatResult::PartsHanded => None,
+                    });
+                }
                 if let Some(dir) = &states_dir {
                     let scratch = DirScratch::create(dir)?;
                     let states = solver::StateStore::Groups {
@@ -449,7 +484,7 @@ async fn run_job(
                     };
                     let (encoded, _) =
                         solve_in_groups(key.table, key.slots, states, deps, &report)?;
-                    return Ok::<_, anyhow::Error>(encoded);
+                    return Ok::<_, anyhow::Error>(Some(encoded));
                 }
                 let (table, _) = if key.is_whole_table() {
                     solver::solve_and_verify(key.table, deps, &report)?
@@ -465,7 +500,7 @@ async fn run_job(
                 #[cfg(feature = "fault-injection")]
                 let table = faults.corrupt(&key, table);
                 p.set(Phase::Encoding, 0.9);
-                Ok::<_, anyhow::Error>(encode_table(&table))
+                Ok::<_, anyhow::Error>(Some(encode_table(&table)))
             })
         })
         .await
@@ -476,6 +511,10 @@ async fn run_job(
         metrics::histogram!("xqtb_worker_solve_seconds").record(secs);
         metrics::gauge!("xqtb_worker_solve_entries_per_second").set(entries as f64 / secs.max(1e-9));
         metrics::counter!("xqtb_worker_entries_solved_total").increment(entries);
+        let Some(solved) = solved else {
+            tracing::info!(worker = %worker_id, job = %key, "parts of the shared job handed to its first seat");
+            return Ok(JobOutcome::PartsHanded(key));
+        };
         if lost.load(Relaxed) {
             tracing::warn!(worker = %worker_id, job = %key, "lease lost while solving; dropping the result");
             return Ok(JobOutcome::Refused(key));

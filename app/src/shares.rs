@@ -1,0 +1,472 @@
+//! Jobs shared by several workers at once: each shared job's seats, the workers holding them,
+//! and the relay of their updates (docs/scaling.md, "One table on several workers").
+//!
+//! The scheduler knows a shared job as one job under one lease, seat 0's: its expiry, its
+//! failure or its upload end the job's attempt as for any job, and this job's session with it.
+//! The other seats are leases of their own, kept here: a seat whose worker fails or goes silent
+//! is opened again, and the next worker to ask for a job takes it and catches up from the
+//! session's log ([`solver::Relay`]), while the others wait in the pass they reached. After the
+//! levels each seat hands its parts of the table to seat 0 (the last pass,
+//! [`solver::Pass::Parts`]); its seat is then done, and seat 0 joins, verifies and uploads the
+//! table as any job.
+
+use crate::scheduler::Lease;
+use futures_channel::oneshot;
+use solver::{Pass, Relay, RelayBatch, RelayError};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use xqtb_core::{JobKey, RuleSet, TableId};
+
+/// How the coordinator shares jobs between workers (`xqtb coordinator --share-by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sharing {
+    /// The most workers one job is shared by (1: no job is shared).
+    pub workers: usize,
+    /// Tables of at least this many entries are shared (whole `cycles-are-draws` tables only:
+    /// the rule phase is not shared yet).
+    pub from_entries: u64,
+    /// Failed seats leased again before the job's attempt is given up.
+    pub max_replacements: u32,
+}
+
+impl Default for Sharing {
+    fn default() -> Sharing {
+        Sharing {
+            workers: 1,
+            from_entries: 1 << 30,
+            max_replacements: 4,
+        }
+    }
+}
+
+/// A worker's seat in a shared job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seat {
+    /// Which seat, `0..seats`; seat 0 joins the parts and uploads the table.
+    pub seat: usize,
+    /// How many workers share the job.
+    pub seats: usize,
+    /// Slots per group of the job's states (every seat cuts the job alike).
+    pub group_slots: u64,
+}
+
+/// A seat granted to a worker, as a lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeatGrant {
+    /// The job.
+    pub key: JobKey,
+    /// The seat's lease.
+    pub lease: Lease,
+    /// The seat.
+    pub seat: Seat,
+    /// The finished tables the job depends on.
+    pub dependencies: Vec<TableId>,
+    /// The job's attempt (its seats share it).
+    pub attempt: u32,
+}
+
+/// A shared job in progress, for the status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShareReport {
+    /// How many workers share it.
+    pub seats: usize,
+    /// The worker holding each seat, `None` while it waits for one or after its parts went.
+    pub seat_workers: Vec<Option<String>>,
+    /// The last pass every seat ended.
+    pub pass: Option<Pass>,
+    /// Bytes relayed so far (once per recipient), and held in the log.
+    pub bytes_relayed: u64,
+    /// Bytes of batches the coordinator holds (its log).
+    pub bytes_held: u64,
+    /// Seats leased again after their worker failed.
+    pub replacements: u32,
+}
+
+/// Why a call about a shared job was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ShareError {
+    /// The lease is no seat of a shared job in progress (expired, re-leased, given up, done).
+    #[error("lease {0} holds no seat of a shared job in progress")]
+    NoSeat(String),
+    /// The relay refused it.
+    #[error(transparent)]
+    Relay(#[from] RelayError),
+}
+
+/// Who holds a seat.
+enum Holder {
+    /// Nobody: waiting for a worker (at first, or after one failed).
+    Open,
+    /// A worker, under a lease.
+    Held(Lease),
+    /// Nobody any more: its parts went to seat 0.
+    Done,
+}
+
+/// One shared job in progress.
+struct Session {
+    /// Seat 0's lease: the scheduler's lease of the job.
+    lease0: String,
+    seat: Seat,
+    /// The estimated memory of the job, which each seat's worker must have.
+    least_bytes: u64,
+    attempt: u32,
+    holders: Vec<Holder>,
+    relay: Relay,
+    /// Calls waiting for a pass to be complete.
+    waiters: Vec<(Pass, oneshot::Sender<()>)>,
+    replacements: u32,
+}
+
+impl Session {
+    /// Wakes the calls waiting for `pass` (all of them with `None`).
+    fn wake(&mut self, pass: Option<Pass>) {
+        let (woken, waiting) = std::mem::take(&mut self.waiters)
+            .into_iter()
+            .partition(|(p, _)| pass.is_none_or(|pass| *p == pass));
+        self.waiters = waiting;
+        for (_, w) in woken {
+            let _ = w.send(());
+        }
+    }
+}
+
+/// The shared jobs in progress.
+#[derive(Default)]
+struct State {
+    sessions: BTreeMap<JobKey, Session>,
+    /// Each seat lease (seat 0's included): its job and seat.
+    seats: HashMap<String, (JobKey, usize)>,
+    next_lease: u64,
+}
+
+/// The coordinator's shared jobs. Where the scheduler's lock is also taken, it is taken first.
+pub(crate) struct Shares {
+    sharing: Sharing,
+    state: Mutex<State>,
+}
+
+/// What ending a pass found.
+pub enum PassEnd {
+    /// Every seat has ended it: its batches can be taken.
+    Complete,
+    /// Some seat has not: the receiver is woken when every one has (or the job is given up).
+    Waiting(oneshot::Receiver<()>),
+}
+
+impl Shares {
+    pub(crate) fn new(sharing: Sharing) -> Shares {
+        Shares {
+            sharing,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("shares lock")
+    }
+
+    /// How job `key` is to be shared when `live_workers` workers are registered, or `None` to
+    /// solve it on one: a whole `cycles-are-draws` table of at least the entries asked, on as
+    /// many workers as asked and registered, each with four groups or more.
+    pub(crate) fn seats_for(&self, key: &JobKey, live_workers: usize) -> Option<Seat> {
+        let s = &self.sharing;
+        let shared = s.workers > 1
+            && key.table.rules == RuleSet::CyclesAreDraws
+            && key.is_whole_table()
+            && key.entries() >= s.from_entries;
+        let seats = s.workers.min(live_workers);
+        if !shared || seats < 2 {
+            return None;
+        }
+        let len = key.slots.len();
+        let group_slots = (len.div_ceil(4 * seats as u64)).min(xqtb_core::GROUP_BYTES / 2);
+        let seats = seats.min(solver::group_count(len, group_slots));
+        (seats >= 2).then_some(Seat {
+            seat: 0,
+            seats,
+            group_slots,
+        })
+    }
+
+    /// Starts sharing job `key`, leased as `lease0` (seat 0) for its attempt `attempt`; any
+    /// earlier session of the job ends.
+    pub(crate) fn open(
+        &self,
+        key: JobKey,
+        lease0: &Lease,
+        seat: Seat,
+        least_bytes: u64,
+        attempt: u32,
+    ) {
+        let mut state = self.lock();
+        if let Some(old) = state.sessions.remove(&key) {
+            state.seats.retain(|_, (k, _)| *k != key);
+            drop(old);
+        }
+        let mut holders: Vec<Holder> = (0..seat.seats).map(|_| Holder::Open).collect();
+        holders[0] = Holder::Held(lease0.clone());
+        state.seats.insert(lease0.id.clone(), (key, 0));
+        state.sessions.insert(
+            key,
+            Session {
+                lease0: lease0.id.clone(),
+                seat,
+                least_bytes,
+                attempt,
+                holders,
+                relay: Relay::new(seat.seats, true),
+                waiters: Vec::new(),
+                replacements: 0,
+            },
+        );
+    }
+
+    /// Leases to `worker` an open seat of a shared job it can hold (`memory`: what it can give
+    /// a job, `None` when not said), if there is one; `lease_prefix` and `ttl_ms` as the
+    /// scheduler's leases.
+    pub(crate) fn take_seat(
+        &self,
+        worker: &str,
+        memory: Option<u64>,
+        now_ms: u64,
+        ttl_ms: u64,
+        lease_prefix: &str,
+    ) -> Option<SeatGrant> {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let (key, session) = state.sessions.iter_mut().find(|(_, s)| {
+            memory.is_none_or(|m| s.least_bytes <= m)
+                && s.relay.abandoned().is_none()
+                && s.holders.iter().any(|h| matches!(h, Holder::Open))
+                && !s
+                    .holders
+                    .iter()
+                    .any(|h| matches!(h, Holder::Held(l) if l.worker == worker))
+        })?;
+        let seat = session
+            .holders
+            .iter()
+            .position(|h| matches!(h, Holder::Open))
+            .expect("an open seat");
+        state.next_lease += 1;
+        let lease = Lease {
+            id: format!("{lease_prefix}-seat-{}", state.next_lease),
+            worker: worker.to_string(),
+            expires_at_ms: now_ms + ttl_ms,
+        };
+        session.holders[seat] = Holder::Held(lease.clone());
+        state.seats.insert(lease.id.clone(), (*key, seat));
+        Some(SeatGrant {
+            key: *key,
+            lease,
+            seat: Seat {
+                seat,
+                ..session.seat
+            },
+            dependencies: key.table.dependencies(),
+            attempt: session.attempt,
+        })
+    }
+
+    /// Renews seat lease `lease_id` (not seat 0's, which the scheduler keeps): `None` when it
+    /// is no such lease, else the new expiry.
+    pub(crate) fn renew(&self, lease_id: &str, now_ms: u64, ttl_ms: u64) -> Option<u64> {
+        let mut state = self.lock();
+        let &(key, seat) = state.seats.get(lease_id).filter(|(_, s)| *s > 0)?;
+        let session = state.sessions.get_mut(&key)?;
+        match &mut session.holders[seat] {
+            Holder::Held(l) => {
+                l.expires_at_ms = now_ms + ttl_ms;
+                Some(l.expires_at_ms)
+            }
+            _ => None,
+        }
+    }
+
+    /// Opens the seat of lease `lease_id` again (not seat 0's) because its worker failed
+    /// (`why`): what it sent in the pass in progress is dropped and the next worker to ask
+    /// takes the seat. Returns whether it was such a seat; past the replacements allowed, the
+    /// session is given up and its job returned, to fail its attempt.
+    pub(crate) fn vacate(&self, lease_id: &str, why: &str) -> (bool, Option<(JobKey, String)>) {
+        let mut state = self.lock();
+        let Some(&(key, seat)) = state.seats.get(lease_id).filter(|(_, s)| *s > 0) else {
+            return (false, None);
+        };
+        state.seats.remove(lease_id);
+        let max = self.sharing.max_replacements;
+        let Some(session) = state.sessions.get_mut(&key) else {
+            return (true, None);
+        };
+        session.relay.forget(seat);
+        session.holders[seat] = Holder::Open;
+        session.replacements += 1;
+        tracing::warn!(job = %key, seat, replacements = session.replacements, "a seat of a shared job is open again: {why}");
+        if session.replacements > max {
+            let why = format!(
+                "seats of the shared job failed {} times (the last: {why})",
+                session.replacements
+            );
+            session.relay.abandon(&why);
+            session.wake(None);
+            return (true, Some((key, session.lease0.clone())));
+        }
+        (true, None)
+    }
+
+    /// Ends the sessions whose seat 0 lease is no longer current (`is_current`), and opens
+    /// again the seats whose leases expired by `now_ms`. Returns the jobs given up for too many
+    /// replacements, with seat 0's lease.
+    pub(crate) fn expire(
+        &self,
+        now_ms: u64,
+        is_current: impl Fn(&str) -> bool,
+    ) -> Vec<(JobKey, String)> {
+        let expired: Vec<(String, String)> = {
+            let mut state = self.lock();
+            let ended: Vec<JobKey> = state
+                .sessions
+                .iter()
+                .filter(|(_, s)| !is_current(&s.lease0))
+                .map(|(k, _)| *k)
+                .collect();
+            for key in ended {
+                let mut s = state.sessions.remove(&key).expect("a session");
+                s.relay.abandon("the job's lease ended");
+                s.wake(None);
+                state.seats.retain(|_, (k, _)| *k != key);
+            }
+            state
+                .sessions
+                .values()
+                .flat_map(|s| s.holders.iter().skip(1))
+                .filter_map(|h| match h {
+                    Holder::Held(l) if l.expires_at_ms <= now_ms => {
+                        Some((l.id.clone(), l.worker.clone()))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        expired
+            .into_iter()
+            .filter_map(|(lease, worker)| {
+                self.vacate(&lease, &format!("its lease, held by {worker}, expired"))
+                    .1
+            })
+            .collect()
+    }
+
+    /// The session and seat of `lease_id`.
+    fn seat_of<'a>(
+        state: &'a mut State,
+        lease_id: &str,
+    ) -> Result<(&'a mut Session, usize), ShareError> {
+        let no_seat = || ShareError::NoSeat(lease_id.to_string());
+        let &(key, seat) = state.seats.get(lease_id).ok_or_else(no_seat)?;
+        let session = state.sessions.get_mut(&key).ok_or_else(no_seat)?;
+        Ok((session, seat))
+    }
+
+    /// Takes a batch seat lease `lease_id` sent in `pass`.
+    pub(crate) fn send(
+        &self,
+        lease_id: &str,
+        pass: Pass,
+        bytes: Vec<u8>,
+        words: u64,
+        resolved: u64,
+    ) -> Result<(), ShareError> {
+        let mut state = self.lock();
+        let (session, seat) = Self::seat_of(&mut state, lease_id)?;
+        let batch = RelayBatch {
+            from: seat,
+            bytes: bytes.into(),
+            words,
+            resolved,
+        };
+        Ok(session.relay.send(pass, batch)?)
+    }
+
+    /// Ends seat lease `lease_id`'s `pass`. Once the parts' pass is complete, every seat but
+    /// seat 0 is done.
+    pub(crate) fn end(&self, lease_id: &str, pass: Pass) -> Result<PassEnd, ShareError> {
+        let mut state = self.lock();
+        let (session, seat) = Self::seat_of(&mut state, lease_id)?;
+        if session.relay.end(seat, pass)? {
+            session.wake(Some(pass));
+            if pass == Pass::Parts {
+                let done: Vec<String> = session.holders[1..]
+                    .iter_mut()
+                    .filter_map(|h| match std::mem::replace(h, Holder::Done) {
+                        Holder::Held(l) => Some(l.id),
+                        _ => None,
+                    })
+                    .collect();
+                for id in done {
+                    state.seats.remove(&id);
+                }
+            }
+            return Ok(PassEnd::Complete);
+        }
+        let (tx, rx) = oneshot::channel();
+        session.waiters.push((pass, tx));
+        Ok(PassEnd::Waiting(rx))
+    }
+
+    /// The batches the other seats sent in complete pass `pass`, for seat lease `lease_id`
+    /// (seat 0's still, or a seat's whose parts are not sent yet).
+    pub(crate) fn take(&self, lease_id: &str, pass: Pass) -> Result<Vec<Arc<[u8]>>, ShareError> {
+        let mut state = self.lock();
+        let (session, seat) = Self::seat_of(&mut state, lease_id)?;
+        if let Some(why) = session.relay.abandoned() {
+            return Err(RelayError::Abandoned(why.to_string()).into());
+        }
+        Ok(session.relay.take(seat, pass)?)
+    }
+
+    /// Whether `pass` of the job of seat lease `lease_id` is complete: for a call woken from
+    /// waiting, `false` when the job was given up instead.
+    pub(crate) fn is_complete(&self, lease_id: &str, pass: Pass) -> bool {
+        let state = self.lock();
+        let Some(&(key, _)) = state.seats.get(lease_id) else {
+            // A seat done with the parts' pass.
+            return pass == Pass::Parts;
+        };
+        state
+            .sessions
+            .get(&key)
+            .is_some_and(|s| s.relay.abandoned().is_none() && s.relay.is_complete(pass))
+    }
+
+    /// The shared job `key` in progress, if it is one.
+    pub(crate) fn report(&self, key: &JobKey) -> Option<ShareReport> {
+        let state = self.lock();
+        let s = state.sessions.get(key)?;
+        Some(ShareReport {
+            seats: s.seat.seats,
+            seat_workers: s
+                .holders
+                .iter()
+                .map(|h| match h {
+                    Holder::Held(l) => Some(l.worker.clone()),
+                    _ => None,
+                })
+                .collect(),
+            pass: s.relay.last_complete(),
+            bytes_relayed: s.relay.traffic().iter().map(|t| t.bytes).sum(),
+            bytes_held: s.relay.held_bytes(),
+            replacements: s.replacements,
+        })
+    }
+
+    /// The job and worker of seat lease `lease_id` (seats 1 and up), if current.
+    pub(crate) fn seat_holder(&self, lease_id: &str) -> Option<(JobKey, String)> {
+        let state = self.lock();
+        let &(key, seat) = state.seats.get(lease_id).filter(|(_, s)| *s > 0)?;
+        match &state.sessions.get(&key)?.holders[seat] {
+            Holder::Held(l) => Some((key, l.worker.clone())),
+            _ => None,
+        }
+    }
+}
