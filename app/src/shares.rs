@@ -6,9 +6,9 @@
 //! The other seats are leases of their own, kept here: a seat whose worker fails or goes silent
 //! is opened again, and the next worker to ask for a job takes it and catches up from the
 //! session's log ([`solver::Relay`]), while the others wait in the pass they reached. After the
-//! levels each seat hands its parts of the table to seat 0 (the last pass,
-//! [`solver::Pass::Parts`]); its seat is then done, and seat 0 joins, verifies and uploads the
-//! table as any job.
+//! levels each seat hands its parts of the table to the others ([`solver::Pass::Parts`]),
+//! joins the table and verifies its own groups' entries of it ([`solver::Pass::Verified`]); its
+//! seat is then done, and seat 0 uploads the table as any job.
 
 use crate::scheduler::Lease;
 use futures_channel::oneshot;
@@ -70,7 +70,7 @@ pub struct SeatGrant {
 pub struct ShareReport {
     /// How many workers share it.
     pub seats: usize,
-    /// The worker holding each seat, `None` while it waits for one or after its parts went.
+    /// The worker holding each seat, `None` while it waits for one or once it is done.
     pub seat_workers: Vec<Option<String>>,
     /// The last pass every seat ended.
     pub pass: Option<Pass>,
@@ -99,7 +99,7 @@ enum Holder {
     Open,
     /// A worker, under a lease.
     Held(Lease),
-    /// Nobody any more: its parts went to seat 0.
+    /// Nobody any more: its parts went to the others and it verified its entries.
     Done,
 }
 
@@ -388,14 +388,14 @@ impl Shares {
         Ok(session.relay.send(pass, batch)?)
     }
 
-    /// Ends seat lease `lease_id`'s `pass`. Once the parts' pass is complete, every seat but
-    /// seat 0 is done.
+    /// Ends seat lease `lease_id`'s `pass`. Once the verification's pass is complete, every
+    /// seat but seat 0 is done.
     pub(crate) fn end(&self, lease_id: &str, pass: Pass) -> Result<PassEnd, ShareError> {
         let mut state = self.lock();
         let (session, seat) = Self::seat_of(&mut state, lease_id)?;
         if session.relay.end(seat, pass)? {
             session.wake(Some(pass));
-            if pass == Pass::Parts {
+            if pass == Pass::Verified {
                 let done: Vec<String> = session.holders[1..]
                     .iter_mut()
                     .filter_map(|h| match std::mem::replace(h, Holder::Done) {
@@ -430,8 +430,8 @@ impl Shares {
     pub(crate) fn is_complete(&self, lease_id: &str, pass: Pass) -> bool {
         let state = self.lock();
         let Some(&(key, _)) = state.seats.get(lease_id) else {
-            // A seat done with the parts' pass.
-            return pass == Pass::Parts;
+            // A seat done with the verification's pass.
+            return pass == Pass::Verified;
         };
         state
             .sessions
@@ -468,5 +468,137 @@ impl Shares {
             Holder::Held(l) => Some((key, l.worker.clone())),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(sig: &str, rules: RuleSet) -> JobKey {
+        JobKey::whole(TableId::new(rules, sig.parse().unwrap()))
+    }
+
+    fn lease(id: &str, worker: &str) -> Lease {
+        Lease {
+            id: id.into(),
+            worker: worker.into(),
+            expires_at_ms: 0,
+        }
+    }
+
+    fn shares(workers: usize) -> Shares {
+        Shares::new(Sharing {
+            workers,
+            from_entries: 0,
+            max_replacements: 1,
+        })
+    }
+
+    /// Only whole cycles-are-draws tables of the size asked are shared, by no more workers
+    /// than asked, registered, or groups allow.
+    #[test]
+    fn the_policy_shares_large_cycles_are_draws_tables_only() {
+        let krkn = key("KRvKN", RuleSet::CyclesAreDraws);
+        assert_eq!(shares(1).seats_for(&krkn, 8), None);
+        assert_eq!(shares(4).seats_for(&key("KRvKN", RuleSet::Asian), 8), None);
+        assert_eq!(shares(4).seats_for(&krkn, 1), None);
+        let seat = shares(4).seats_for(&krkn, 3).unwrap();
+        assert_eq!((seat.seat, seat.seats), (0, 3));
+        assert!(solver::group_count(krkn.slots.len(), seat.group_slots) >= 3);
+        let big = Shares::new(Sharing {
+            workers: 4,
+            from_entries: krkn.entries() + 1,
+            max_replacements: 1,
+        });
+        assert_eq!(big.seats_for(&krkn, 8), None);
+    }
+
+    /// A seat goes to a worker that holds none of the job's; a failed seat opens again and
+    /// the next worker takes it; past the replacements allowed the job is given up, and the
+    /// waiting seats are woken; a session whose seat 0 lease ended goes.
+    #[test]
+    fn seats_are_leased_replaced_and_given_up() {
+        let s = shares(2);
+        let k = key("KRvKN", RuleSet::CyclesAreDraws);
+        let seat = s.seats_for(&k, 2).unwrap();
+        s.open(k, &lease("L0", "a"), seat, 100, 1);
+        assert!(
+            s.take_seat("a", None, 0, 1000, "p").is_none(),
+            "a holds seat 0"
+        );
+        assert!(
+            s.take_seat("b", Some(99), 0, 1000, "p").is_none(),
+            "too little memory"
+        );
+        let g = s.take_seat("b", Some(100), 0, 1000, "p").unwrap();
+        assert_eq!((g.seat.seat, g.seat.seats, g.attempt), (1, 2, 1));
+        assert!(
+            s.take_seat("c", None, 0, 1000, "p").is_none(),
+            "no seat open"
+        );
+        assert_eq!(s.renew(&g.lease.id, 500, 1000), Some(1500));
+        assert_eq!(s.renew("L0", 500, 1000), None, "seat 0 is the scheduler's");
+        // Seat 0 waits for seat 1 in the start.
+        s.send("L0", Pass::Start, vec![1], 1, 0).unwrap();
+        let PassEnd::Waiting(mut woken) = s.end("L0", Pass::Start).unwrap() else {
+            panic!("seat 1 has not ended the start")
+        };
+        // Seat 1 goes silent: its seat opens and c takes it.
+        assert!(s.expire(1500, |_| true).is_empty());
+        assert!(s.renew(&g.lease.id, 1600, 1000).is_none());
+        let g2 = s.take_seat("c", None, 1600, 1000, "p").unwrap();
+        assert_eq!(g2.seat.seat, 1);
+        assert_eq!(s.report(&k).unwrap().replacements, 1);
+        assert!(matches!(
+            s.end(&g2.lease.id, Pass::Start),
+            Ok(PassEnd::Complete)
+        ));
+        assert_eq!(woken.try_recv(), Ok(Some(())));
+        assert_eq!(s.take(&g2.lease.id, Pass::Start).unwrap().len(), 1);
+        // It fails too, past the one replacement allowed: the job is given up.
+        let (was_seat, given_up) = s.vacate(&g2.lease.id, "the disk is full");
+        assert!(was_seat);
+        assert_eq!(given_up, Some((k, "L0".to_string())));
+        assert!(s.take("L0", Pass::Start).is_err());
+        // Seat 0's lease ended: the session goes.
+        assert!(s.expire(2000, |_| false).is_empty());
+        assert!(s.report(&k).is_none());
+        assert!(matches!(
+            s.send("L0", Pass::Win(1), vec![], 0, 0),
+            Err(ShareError::NoSeat(_))
+        ));
+    }
+
+    /// Once the verification's pass is complete the seats but the first are done: they hold
+    /// no lease.
+    #[test]
+    fn seats_are_done_after_the_verification() {
+        let s = shares(2);
+        let k = key("KRvKN", RuleSet::CyclesAreDraws);
+        s.open(k, &lease("L0", "a"), s.seats_for(&k, 2).unwrap(), 0, 1);
+        let g = s.take_seat("b", None, 0, 1000, "p").unwrap();
+        s.send(&g.lease.id, Pass::Parts, vec![7; 10], 0, 0).unwrap();
+        assert!(matches!(
+            s.end(&g.lease.id, Pass::Parts),
+            Ok(PassEnd::Waiting(_))
+        ));
+        assert!(matches!(s.end("L0", Pass::Parts), Ok(PassEnd::Complete)));
+        assert_eq!(&*s.take("L0", Pass::Parts).unwrap()[0], &[7; 10]);
+        assert!(s.seat_holder(&g.lease.id).is_some());
+        assert!(matches!(
+            s.end("L0", Pass::Verified),
+            Ok(PassEnd::Waiting(_))
+        ));
+        assert!(matches!(
+            s.end(&g.lease.id, Pass::Verified),
+            Ok(PassEnd::Complete)
+        ));
+        assert!(s.is_complete(&g.lease.id, Pass::Verified));
+        assert!(s.seat_holder(&g.lease.id).is_none());
+        let report = s.report(&k).unwrap();
+        assert_eq!(report.seat_workers, [Some("a".to_string()), None]);
+        assert_eq!(report.pass, Some(Pass::Verified));
+        assert_eq!(report.bytes_relayed, 10);
     }
 }

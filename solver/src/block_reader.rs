@@ -213,7 +213,7 @@ impl<S: BlockSource + ?Sized> Codes for BlockReader<'_, '_, S> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{JobError, Legal, verify, verify_blocks};
+    use crate::{JobError, Legal, verify, verify_blocks, verify_blocks_of_worker};
     use xiangqi::Color;
     use xqtb_core::{BlockSource, RuleSet, Signature, Table, TableId, TableIndex, Value};
 
@@ -276,6 +276,25 @@ mod tests {
         let wrong = Table::new(table.index().clone(), rules, [red, black]);
         let err = verify_blocks(&Blocks(&wrong, 100), &legal, &tables, &|_| {}).unwrap_err();
         assert!(matches!(err, JobError::Verify(_)), "{err}");
+
+        // Shared by three workers in groups of 65,536 slots (KRvKN's 328,500 make five): each
+        // verifies its own groups, together every entry once, and only the owner of the wrong
+        // value's group finds it.
+        let group_slots = 1 << 16;
+        let wrong_owner = (won.unwrap() as u64 / group_slots) % 3;
+        let mut sum = xqtb_core::TableCounts::default();
+        for worker in 0..3 {
+            let of = |t: &Blocks| -> Result<xqtb_core::TableCounts, JobError> {
+                verify_blocks_of_worker(t, &legal, &tables, &|_| {}, (worker, 3), group_slots)
+            };
+            sum = sum.merge(of(&Blocks(table, 100)).unwrap());
+            assert_eq!(
+                of(&Blocks(&wrong, 100)).is_err(),
+                worker as u64 == wrong_owner,
+                "worker {worker}"
+            );
+        }
+        assert_eq!(sum, whole);
 
         let err = verify_blocks(&Blocks(table, 99), &legal, &tables, &|_| {}).unwrap_err();
         assert!(err.to_string().contains("a damaged block"), "{err}");

@@ -96,6 +96,11 @@ pub fn group_count(len: u64, group_slots: u64) -> usize {
     len.div_ceil(group_step(group_slots)) as usize
 }
 
+/// The group of job slot `slot` in groups of about `group_slots` slots.
+pub(crate) fn group_of(slot: u64, group_slots: u64) -> usize {
+    (slot / group_step(group_slots)) as usize
+}
+
 /// The slots of each group but the last: `group_slots` rounded up to whole groups' alignment.
 fn group_step(group_slots: u64) -> u64 {
     group_slots.div_ceil(GROUP_ALIGN).max(1) * GROUP_ALIGN

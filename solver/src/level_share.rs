@@ -39,9 +39,12 @@ pub enum Pass {
     Mark(u16),
     /// A loss level's second pass, which tests the candidates.
     Resolve(u16),
-    /// After the levels: each worker's parts of the table, for the one that joins them (the
-    /// solver never sends in it; the shells that join a shared table's parts do).
+    /// After the levels: each worker's parts of the table, for the others to join the table
+    /// from (the solver never sends in it; the shells that share a table do).
     Parts,
+    /// After the parts: each worker has verified its own groups' entries of the joined table
+    /// (nothing is sent; ending the pass says so).
+    Verified,
 }
 
 /// What a worker hands the others at the end of a pass.
@@ -124,7 +127,8 @@ pub(crate) fn merge_word(old: u64, new: u64) -> u64 {
 }
 
 impl std::fmt::Display for Pass {
-    /// `start`, `win 12`, `mark 13`, `resolve 13` or `parts`, as the status shows it.
+    /// `start`, `win 12`, `mark 13`, `resolve 13`, `parts` or `verified`, as the status shows
+    /// it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Pass::Start => write!(f, "start"),
@@ -132,12 +136,13 @@ impl std::fmt::Display for Pass {
             Pass::Mark(n) => write!(f, "mark {n}"),
             Pass::Resolve(n) => write!(f, "resolve {n}"),
             Pass::Parts => write!(f, "parts"),
+            Pass::Verified => write!(f, "verified"),
         }
     }
 }
 
 impl Pass {
-    /// The pass as a kind (0 start, 1 win, 2 mark, 3 resolve, 4 parts) and a level, as
+    /// The pass as a kind (0 start, 1 win, 2 mark, 3 resolve, 4 parts, 5 verified) and a level, as
     /// messages carry it.
     pub fn tag(self) -> (u8, u16) {
         match self {
@@ -146,6 +151,7 @@ impl Pass {
             Pass::Mark(n) => (2, n),
             Pass::Resolve(n) => (3, n),
             Pass::Parts => (4, 0),
+            Pass::Verified => (5, 0),
         }
     }
 
@@ -157,6 +163,7 @@ impl Pass {
             2 => Pass::Mark(level),
             3 => Pass::Resolve(level),
             4 => Pass::Parts,
+            5 => Pass::Verified,
             _ => return None,
         })
     }

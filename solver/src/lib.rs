@@ -83,7 +83,7 @@ pub use share_in_process::{SharedRun, solve_shared_in_process};
 pub use share_relay::{PassTraffic, Relay, RelayBatch, RelayError};
 pub use slices::SliceDeps;
 pub use solve::{solve, solve_range, solve_range_in, solve_range_in_parts};
-pub use verify::{verify, verify_blocks, verify_reporting};
+pub use verify::{verify, verify_blocks, verify_blocks_of_worker, verify_reporting};
 
 /// Slots handed to one parallel task by the solver and the verifier: large enough to amortise
 /// scheduling, small enough to balance two threads on the smallest tables.

@@ -26,8 +26,7 @@ pub struct PassTraffic {
     /// Words of kinds sent (each counted once, whatever the number of recipients).
     pub words: u64,
     /// Encoded bytes as they travel: a batch of a loss level's first pass goes to the owners
-    /// of its entries (one recipient per word), parts to the worker that joins them, any other
-    /// batch to every other worker.
+    /// of its entries (one recipient per word), any other batch to every other worker.
     pub bytes: u64,
     /// Entries resolved in the pass by all the workers.
     pub resolved: u64,
@@ -102,7 +101,7 @@ pub struct Relay {
 }
 
 /// Passes in the order they run (a loss level's two passes after the win level before it, the
-/// parts last).
+/// parts and the verification last).
 type PassKey = (u16, u8);
 
 fn key(pass: Pass) -> PassKey {
@@ -112,6 +111,7 @@ fn key(pass: Pass) -> PassKey {
         Pass::Mark(n) => (n, 1),
         Pass::Resolve(n) => (n, 2),
         Pass::Parts => (u16::MAX, 3),
+        Pass::Verified => (u16::MAX, 4),
     }
 }
 
@@ -208,7 +208,6 @@ impl Relay {
             let recipients = match pass {
                 // A loss level's first pass sends each word to the one owner of its entries.
                 Pass::Mark(_) => u64::from(b.words > 0),
-                Pass::Parts => 1,
                 _ => workers as u64 - 1,
             };
             t.words += b.words;

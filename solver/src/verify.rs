@@ -141,6 +141,7 @@ pub(crate) fn verify_values(
         deps,
         progress,
         rules,
+        &|_| true,
     )
 }
 
@@ -156,6 +157,33 @@ pub fn verify_blocks<S: BlockSource + ?Sized>(
     legal: &Legal,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
+) -> Result<TableCounts, JobError> {
+    verify_blocks_where(source, legal, deps, progress, &|_| true)
+}
+
+/// [`verify_blocks`] of the entries of `share.worker`'s groups only, for a table that
+/// `share.workers` workers shared in groups of about `group_slots` slots
+/// ([`crate::Share::owner`]): each verifies its own, reading the whole table. Returns the
+/// counts of those entries.
+pub fn verify_blocks_of_worker<S: BlockSource + ?Sized>(
+    source: &S,
+    legal: &Legal,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+    (worker, workers): (usize, usize),
+    group_slots: u64,
+) -> Result<TableCounts, JobError> {
+    let owns = |slot: u64| crate::level_groups::group_of(slot, group_slots) % workers == worker;
+    verify_blocks_where(source, legal, deps, progress, &owns)
+}
+
+/// [`verify_blocks`] of the chunks whose first job slot `verify_chunk` takes.
+fn verify_blocks_where<S: BlockSource + ?Sized>(
+    source: &S,
+    legal: &Legal,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+    verify_chunk: &(dyn Fn(u64) -> bool + Sync),
 ) -> Result<TableCounts, JobError> {
     let signature = source.index().signature();
     if source.rules() != RuleSet::CyclesAreDraws {
@@ -173,7 +201,15 @@ pub fn verify_blocks<S: BlockSource + ?Sized>(
     let cache_bytes = xqtb_core::verify_cache_bytes(entries);
     let shared = SharedBlocks::new(source, legal, cache_bytes);
     let reader = || shared.reader();
-    let counts = local_pass(source.index(), source.slots(), reader, deps, progress, None);
+    let counts = local_pass(
+        source.index(),
+        source.slots(),
+        reader,
+        deps,
+        progress,
+        None,
+        verify_chunk,
+    );
     if let Some(e) = shared.failed.into_inner().expect("block read failures") {
         return Err(JobError::Blocks(signature, e));
     }
@@ -181,7 +217,7 @@ pub fn verify_blocks<S: BlockSource + ?Sized>(
 }
 
 /// The local pass over the table of `index` holding `slots`, each thread reading its codes
-/// through a reader `codes` makes.
+/// through a reader `codes` makes, over the chunks whose first job slot `verify_chunk` takes.
 fn local_pass<C: Codes>(
     index: &TableIndex,
     slots: SlotRange,
@@ -189,13 +225,20 @@ fn local_pass<C: Codes>(
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
     rules: Option<&crate::verify_rules::Findings>,
+    verify_chunk: &(dyn Fn(u64) -> bool + Sync),
 ) -> Result<TableCounts, Box<VerifyError>> {
     let may_trap = rules.is_some() && index.signature().material().may_force_offence();
     let size = slots.len();
-    let chunks = size.div_ceil(CHUNK_SLOTS);
+    let chunks: Vec<u64> = (0..size.div_ceil(CHUNK_SLOTS))
+        .filter(|&c| verify_chunk(c * CHUNK_SLOTS))
+        .collect();
+    let total = chunks
+        .iter()
+        .map(|&c| 2 * (size.min((c + 1) * CHUNK_SLOTS) - c * CHUNK_SLOTS))
+        .sum();
     let done = AtomicU64::new(0);
     let pieces = index.piece_list();
-    (0..chunks)
+    chunks
         .into_par_iter()
         .map_init(&codes, |table, c| {
             let start = c * CHUNK_SLOTS;
@@ -224,7 +267,7 @@ fn local_pass<C: Codes>(
             let n = 2 * (end - start);
             progress(Progress::Verify {
                 done: done.fetch_add(n, Relaxed) + n,
-                total: 2 * size,
+                total,
             });
             Ok(counts)
         })

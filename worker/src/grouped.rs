@@ -31,7 +31,7 @@ pub fn solve_in_groups(
 
 /// Joins the encoded parts of table `id`, in slot order, into its blocks and verifies the table
 /// from them, `legal` telling its legal entries.
-pub(crate) fn join_and_verify(
+fn join_and_verify(
     id: TableId,
     mut parts: Vec<EncodedTable>,
     legal: &solver::Legal,

@@ -84,8 +84,8 @@ pub struct WorkerSummary {
     pub committed: Vec<JobKey>,
     /// Jobs whose upload the coordinator refused (or whose lease was lost).
     pub refused: Vec<JobKey>,
-    /// Shared jobs of which this worker solved a seat other than the first and handed its
-    /// parts to the first (which uploads the table).
+    /// Shared jobs of which this worker solved and verified a seat other than the first (the
+    /// first uploads the table).
     pub shared: Vec<JobKey>,
 }
 
@@ -268,7 +268,7 @@ async fn session(
         match outcome {
             Ok(JobOutcome::Committed(key)) => summary.committed.push(key),
             Ok(JobOutcome::Refused(key)) => summary.refused.push(key),
-            Ok(JobOutcome::PartsHanded(key)) => summary.shared.push(key),
+            Ok(JobOutcome::SeatDone(key)) => summary.shared.push(key),
             Err(JobFailure::Transport(e)) => return Err(e),
             Err(JobFailure::Job(e)) => {
                 let message = rpc::error_chain(e.as_ref());
@@ -288,8 +288,9 @@ async fn session(
 enum JobOutcome {
     Committed(JobKey),
     Refused(JobKey),
-    /// A seat of a shared job other than the first: its parts went to the first.
-    PartsHanded(JobKey),
+    /// A seat of a shared job other than the first: done, its parts handed over and its
+    /// entries verified.
+    SeatDone(JobKey),
 }
 
 enum JobFailure {
@@ -472,7 +473,7 @@ async fn run_job(
                     };
                     return Ok(match seat::solve_seat(job, deps, &report)? {
                         seat::SeatResult::Table(encoded) => Some(encoded),
-                        seat::SeatResult::PartsHanded => None,
+                        seat::SeatResult::Verified => None,
                     });
                 }
                 if let Some(dir) = &states_dir {
@@ -512,8 +513,8 @@ async fn run_job(
         metrics::gauge!("xqtb_worker_solve_entries_per_second").set(entries as f64 / secs.max(1e-9));
         metrics::counter!("xqtb_worker_entries_solved_total").increment(entries);
         let Some(solved) = solved else {
-            tracing::info!(worker = %worker_id, job = %key, "parts of the shared job handed to its first seat");
-            return Ok(JobOutcome::PartsHanded(key));
+            tracing::info!(worker = %worker_id, job = %key, "seat of the shared job done: its parts handed over, its entries verified");
+            return Ok(JobOutcome::SeatDone(key));
         };
         if lost.load(Relaxed) {
             tracing::warn!(worker = %worker_id, job = %key, "lease lost while solving; dropping the result");

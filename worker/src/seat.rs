@@ -1,20 +1,20 @@
 //! A worker's seat in a job shared by several workers (`Job.share`): it solves the levels of
 //! its own groups of the table, exchanging its updates with the other seats through the
 //! coordinator ([`solver::Exchange`] over the `ShareSend` and `ShareReceive` calls), then hands
-//! its parts of the table to seat 0, which joins them with its own, verifies the table from its
-//! blocks and uploads it as any job's table.
+//! its parts of the table to the others and takes theirs, joins the table and verifies its own
+//! groups' entries of it from the table's blocks. Once every seat has verified its entries,
+//! seat 0 uploads the table as any job's table.
 //!
 //! A seat that fails is leased again by the coordinator; the new worker starts afresh and
 //! catches up from the coordinator's log, so nothing here survives a failure.
 
-use crate::grouped::join_and_verify;
 use anyhow::{Context, Result, anyhow};
 use proto::v1::jobs_client::JobsClient;
 use proto::v1::{ShareBatch, ShareReceiveRequest};
 use solver::{Exchange, Pass, Progress, Share, StateStore, Updates};
 use std::collections::BTreeMap;
 use std::io;
-use storage_format::codec::{self, EncodedTable};
+use storage_format::codec::{self, EncodedBlocks, EncodedTable};
 use storage_format::shard;
 use tokio::runtime::Handle;
 use xqtb_core::{JobKey, Probe, TableIndex};
@@ -157,8 +157,8 @@ impl Exchange for CoordinatorExchange {
 pub(crate) enum SeatResult {
     /// Seat 0: the table, joined, verified and encoded.
     Table(EncodedTable),
-    /// Another seat: its parts went to seat 0.
-    PartsHanded,
+    /// Another seat: its parts went to the others, and its entries are verified.
+    Verified,
 }
 
 /// How a seat's job runs.
@@ -204,12 +204,8 @@ pub(crate) fn solve_seat(
     let mut encode = |part: xqtb_core::Table| parts.push(codec::encode_table(&part));
     solver::solve_range_in_parts(id, slots, store, deps, progress, &mut encode)?;
     drop(scratch);
-    if job.seat.seat != 0 {
-        for part in &parts {
-            send_part(&exchange, part)?;
-        }
-        exchange.receive_bytes(Pass::Parts, false, &mut |_| Ok(()))?;
-        return Ok(SeatResult::PartsHanded);
+    for part in &parts {
+        send_part(&exchange, part)?;
     }
     let mut received = PartsReceived::default();
     exchange.receive_bytes(Pass::Parts, true, &mut |bytes| {
@@ -217,13 +213,32 @@ pub(crate) fn solve_seat(
     })?;
     parts.extend(received.finish()?);
     parts.sort_by_key(|p| p.header.slots.start);
+    let encoded = match parts.len() {
+        1 => parts.pop().expect("one part"),
+        _ => codec::assemble_parts(parts)?,
+    };
     let legal = solver::Legal::of(&TableIndex::new(id.signature), slots);
-    let (encoded, _) = join_and_verify(id, parts, &legal, deps, progress)?;
-    Ok(SeatResult::Table(encoded))
+    let started = std::time::Instant::now();
+    let (seat, seats) = (job.seat.seat, job.seat.seats);
+    solver::verify_blocks_of_worker(
+        &EncodedBlocks::new(&encoded)?,
+        &legal,
+        deps,
+        progress,
+        (seat, seats),
+        job.seat.group_slots,
+    )?;
+    tracing::info!(table = %id, seat, seats, secs = started.elapsed().as_secs_f64(), "verified the seat's entries from the table's blocks");
+    // Every seat has verified its entries once this pass is complete.
+    exchange.receive_bytes(Pass::Verified, false, &mut |_| Ok(()))?;
+    Ok(match seat {
+        0 => SeatResult::Table(encoded),
+        _ => SeatResult::Verified,
+    })
 }
 
-/// Sends `part` to seat 0 in the parts' pass, as its shard file in chunks, each headed by the
-/// part's first slot, the chunk's offset and the file's length.
+/// Sends `part` to the other seats in the parts' pass, as its shard file in chunks, each headed
+/// by the part's first slot, the chunk's offset and the file's length.
 fn send_part(exchange: &CoordinatorExchange, part: &EncodedTable) -> io::Result<()> {
     let file = shard::write_shard(part);
     for (i, chunk) in file.chunks(PART_CHUNK).enumerate() {
