@@ -361,9 +361,11 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         });
         let summary = worker::run(config, rx).await?;
         eprintln!(
-            "worker done: {} tables committed, {} uploads refused",
+            "worker done: {} tables committed, {} uploads refused, {} seats of shared tables \
+             done",
             summary.committed.len(),
-            summary.refused.len()
+            summary.refused.len(),
+            summary.shared.len()
         );
         Ok(())
     })

@@ -53,6 +53,19 @@ pub struct PlanArgs {
     /// coordinator's option of the same name makes them.
     #[arg(long, value_name = "ENTRIES", default_value_t = app::scheduler::DEFAULT_SLICE_FROM_ENTRIES)]
     slice_from_entries: u64,
+    /// With --workers: share each whole cycles-are-draws table of at least
+    /// --share-from-entries entries between up to this many idle workers, as the coordinator's
+    /// option of the same name does.
+    #[arg(
+        long,
+        value_name = "WORKERS",
+        default_value_t = 1,
+        requires = "workers"
+    )]
+    share_by: usize,
+    /// With --share-by: the smallest table shared (entries).
+    #[arg(long, value_name = "ENTRIES", default_value_t = app::Sharing::default().from_entries)]
+    share_from_entries: u64,
 }
 
 const JSON_HELP: &str = "\
@@ -245,7 +258,12 @@ pub fn plan(args: PlanArgs) -> Result<()> {
             })
             .collect();
         let targets: Vec<TableId> = roots.iter().map(|s| TableId::new(args.rules, *s)).collect();
-        let sim = simulate::simulate(&targets, &workers, args.slice_from_entries);
+        let sharing = app::Sharing {
+            workers: args.share_by.max(1),
+            from_entries: args.share_from_entries,
+            ..app::Sharing::default()
+        };
+        let sim = simulate::simulate(&targets, &workers, args.slice_from_entries, sharing);
         (workers, sim)
     });
     if args.json {
@@ -453,6 +471,15 @@ pub fn print_simulation(sim: &Simulation, workers: &[SimWorker], t: &Totals) {
             human_bytes(disk)
         );
     }
+    let shared: Vec<&simulate::SimulatedJob> = sim.jobs.iter().filter(|j| j.seats > 1).collect();
+    if let Some(most) = shared.iter().map(|j| j.seats).max() {
+        println!(
+            "  {} shared by up to {most} workers each ({:.0}% as fast per worker, an assumption \
+             beyond two)",
+            jobs(shared.len()),
+            simulate::SHARED_EFFICIENCY * 100.0
+        );
+    }
     if !sim.never_ran.is_empty() {
         let names: Vec<String> = sim.never_ran.iter().take(10).map(job_name).collect();
         println!(
@@ -486,11 +513,16 @@ pub fn print_simulation(sim: &Simulation, workers: &[SimWorker], t: &Totals) {
     for &i in &sim.critical_path {
         let j = &sim.jobs[i];
         println!(
-            "    {:<24} {:>10} .. {:>10}  ({}{})",
+            "    {:<24} {:>10} .. {:>10}  ({}{}{})",
             job_name(&j.key),
             human_seconds(j.start_s),
             human_seconds(j.end_s),
             human_seconds(j.end_s - j.start_s),
+            if j.seats > 1 {
+                format!(" on {} workers", j.seats)
+            } else {
+                String::new()
+            },
             if j.waited_s > 0.5 {
                 format!(", waited {} for a worker", human_seconds(j.waited_s))
             } else {
@@ -512,6 +544,8 @@ pub fn simulation_json(sim: &Simulation, workers: &[SimWorker]) -> Json {
         "utilisation": sim.utilisation,
         "never_ran": sim.never_ran.iter().map(job_name).collect::<Vec<_>>(),
         "states_on_disk": sim.jobs.iter().filter(|j| j.states_on_disk).map(|j| job_name(&j.key)).collect::<Vec<_>>(),
+        "shared_efficiency": simulate::SHARED_EFFICIENCY,
+        "shared": sim.jobs.iter().filter(|j| j.seats > 1).map(|j| json!({"job": job_name(&j.key), "workers": j.seats})).collect::<Vec<_>>(),
         "critical_path": sim.critical_path.iter().map(|&i| {
             let j = &sim.jobs[i];
             json!({
@@ -519,6 +553,7 @@ pub fn simulation_json(sim: &Simulation, workers: &[SimWorker]) -> Json {
                 "start_seconds": j.start_s,
                 "end_seconds": j.end_s,
                 "waited_seconds": j.waited_s,
+                "workers": j.seats,
             })
         }).collect::<Vec<_>>(),
     })

@@ -1,9 +1,11 @@
 //! A run of a plan, simulated: the real [`Scheduler`] leases the jobs to simulated workers, and
 //! each job takes the time its [`JobCost`] estimates. `xqtb plan --workers` prints the result,
 //! so a prediction and a real run go through the same leasing policy (dependencies first, only
-//! to workers that can hold the job, the longest remaining path first).
+//! to workers that can hold the job, the longest remaining path first), and the coordinator's
+//! policy of sharing a table between workers ([`Sharing`]).
 
 use crate::scheduler::{JobState, Scheduler, SchedulerConfig};
+use crate::shares::{Shares, Sharing};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use xqtb_core::{JobCost, JobKey, TableId};
@@ -33,8 +35,13 @@ pub struct SimulatedJob {
     /// Seconds it was ready (its dependencies done) before a worker took it.
     pub waited_s: f64,
     /// Its worker kept its states on local disk, short of memory to hold them
-    /// ([`JobCost::keeps_states_on_disk`]): a byte per entry of disk more, and more CPU.
+    /// ([`JobCost::keeps_states_on_disk`]), or shared it: a byte per entry of disk more, and
+    /// more CPU.
     pub states_on_disk: bool,
+    /// How many workers shared it (1: its worker alone); the others are `shared_with`.
+    pub seats: usize,
+    /// The workers that held its other seats (indexes into the workers).
+    pub shared_with: Vec<usize>,
 }
 
 /// The outcome of a simulated run.
@@ -59,6 +66,11 @@ pub struct Simulation {
 /// the law is an assumption, stated wherever a prediction is quoted.
 pub const SERIAL_FRACTION: f64 = 0.08;
 
+/// Speed-up per worker of a table shared by several, fitted to two workers of one thread
+/// sharing KRNvKRAB against one (BENCHMARKS.md, "Cluster"); assumed the same for more workers,
+/// where the barriers of each pass may cost more.
+pub const SHARED_EFFICIENCY: f64 = 0.89;
+
 /// Wall seconds of a job costing `cpu_seconds` on `threads` threads.
 pub fn wall_seconds(cpu_seconds: f64, threads: u32) -> f64 {
     let t = threads.max(1) as f64;
@@ -66,8 +78,17 @@ pub fn wall_seconds(cpu_seconds: f64, threads: u32) -> f64 {
 }
 
 /// Simulates solving `targets` and their closure with `workers`, every table missing at the
-/// start, tables with pawns of at least `slice_from_entries` entries in pawn slices.
-pub fn simulate(targets: &[TableId], workers: &[SimWorker], slice_from_entries: u64) -> Simulation {
+/// start, tables with pawns of at least `slice_from_entries` entries in pawn slices, tables
+/// shared as `sharing` says. A shared job takes the idle workers that can hold it when it is
+/// leased (the coordinator's other seats wait for workers instead) and runs
+/// [`SHARED_EFFICIENCY`] times as fast per worker, its states on disk.
+pub fn simulate(
+    targets: &[TableId],
+    workers: &[SimWorker],
+    slice_from_entries: u64,
+    sharing: Sharing,
+) -> Simulation {
+    let shares = Shares::new(sharing);
     let config = SchedulerConfig {
         // No worker dies in a simulation: leases never expire, jobs never fail.
         lease_ttl_ms: 1 << 60,
@@ -80,7 +101,8 @@ pub fn simulate(targets: &[TableId], workers: &[SimWorker], slice_from_entries: 
     let mut ready_at: BTreeMap<JobKey, f64> = BTreeMap::new();
     let mut jobs: Vec<SimulatedJob> = Vec::new();
     let mut index_of: BTreeMap<JobKey, usize> = BTreeMap::new();
-    let mut running: BinaryHeap<Reverse<(u64, usize, String, usize)>> = BinaryHeap::new();
+    // Running seats: when they end, the worker, and the job's lease for its first seat.
+    let mut running: BinaryHeap<Reverse<(u64, usize, Option<String>)>> = BinaryHeap::new();
     // Idle workers, the largest memory first: once one gets nothing, no smaller one can.
     let mut idle: Vec<usize> = (0..workers.len()).collect();
     idle.sort_by_key(|&w| Reverse(workers[w].memory_bytes.unwrap_or(u64::MAX)));
@@ -102,7 +124,8 @@ pub fn simulate(targets: &[TableId], workers: &[SimWorker], slice_from_entries: 
     loop {
         let mut still_idle = Vec::new();
         let mut granting = true;
-        for &w in &idle {
+        let mut waiting: std::collections::VecDeque<usize> = idle.drain(..).collect();
+        while let Some(w) = waiting.pop_front() {
             let grant = if granting {
                 s.lease(&workers[w].name, workers[w].memory_bytes, now_ms).0
             } else {
@@ -117,36 +140,70 @@ pub fn simulate(targets: &[TableId], workers: &[SimWorker], slice_from_entries: 
                 .cost(&g.key)
                 .copied()
                 .unwrap_or_else(|| JobCost::of(&g.key));
+            // The other seats of a shared job: idle workers that can hold it.
+            let mut shared_with = Vec::new();
+            if let Some(seat) = shares.seats_for(&g.key, workers.len()) {
+                let fits = |o: usize| {
+                    workers[o]
+                        .memory_bytes
+                        .is_none_or(|m| cost.least_bytes() <= m)
+                };
+                while shared_with.len() + 1 < seat.seats {
+                    let Some(i) = waiting.iter().position(|&o| fits(o)) else {
+                        break;
+                    };
+                    shared_with.push(waiting.remove(i).expect("a waiting worker"));
+                }
+            }
+            let seats = 1 + shared_with.len();
             let memory = workers[w].memory_bytes.unwrap_or(0);
-            let cpu = cost.cpu_seconds_with(memory);
+            let (cpu, on_disk) = if seats > 1 {
+                // Every seat keeps its groups' states on local disk.
+                let on_disk = cost.cpu_seconds_with(cost.least_bytes().min(memory.max(1)));
+                (on_disk / (seats as f64 * SHARED_EFFICIENCY), true)
+            } else {
+                (
+                    cost.cpu_seconds_with(memory),
+                    cost.keeps_states_on_disk(memory),
+                )
+            };
             let secs = wall_seconds(cpu, workers[w].threads);
             let end_ms = now_ms + (secs * 1e3).ceil().max(1.0) as u64;
-            busy_thread_s += secs * workers[w].threads as f64;
+            busy_thread_s += secs * workers[w].threads as f64 * seats as f64;
             let start_s = now_ms as f64 / 1e3;
             index_of.insert(g.key, jobs.len());
+            for &o in &shared_with {
+                running.push(Reverse((end_ms, o, None)));
+            }
             jobs.push(SimulatedJob {
                 key: g.key,
                 worker: w,
                 start_s,
                 end_s: end_ms as f64 / 1e3,
                 waited_s: start_s - ready_at.get(&g.key).copied().unwrap_or(start_s),
-                states_on_disk: cost.keeps_states_on_disk(memory),
+                states_on_disk: on_disk,
+                seats,
+                shared_with,
             });
-            running.push(Reverse((end_ms, w, g.lease.id, jobs.len() - 1)));
+            running.push(Reverse((end_ms, w, Some(g.lease.id))));
         }
         idle = still_idle;
-        let Some(Reverse((end_ms, w, lease, _))) = running.pop() else {
+        let Some(Reverse((end_ms, w, lease))) = running.pop() else {
             break;
         };
         now_ms = end_ms;
-        finish(&mut s, &mut ready_at, &lease, now_ms);
+        if let Some(lease) = lease {
+            finish(&mut s, &mut ready_at, &lease, now_ms);
+        }
         idle.push(w);
-        while let Some(Reverse((e, _, _, _))) = running.peek() {
+        while let Some(Reverse((e, _, _))) = running.peek() {
             if *e != now_ms {
                 break;
             }
-            let Reverse((_, w, lease, _)) = running.pop().expect("peeked");
-            finish(&mut s, &mut ready_at, &lease, now_ms);
+            let Reverse((_, w, lease)) = running.pop().expect("peeked");
+            if let Some(lease) = lease {
+                finish(&mut s, &mut ready_at, &lease, now_ms);
+            }
             idle.push(w);
         }
         idle.sort_by_key(|&w| Reverse(workers[w].memory_bytes.unwrap_or(u64::MAX)));
@@ -239,7 +296,12 @@ mod tests {
 
     #[test]
     fn one_worker_runs_every_job_back_to_back() {
-        let sim = simulate(&[table("KRNvKR")], &workers(1, 2, None), u64::MAX);
+        let sim = simulate(
+            &[table("KRNvKR")],
+            &workers(1, 2, None),
+            u64::MAX,
+            Sharing::default(),
+        );
         let closure = table("KRNvKR").signature.closure();
         assert_eq!(sim.jobs.len(), closure.len());
         let total: f64 = sim.jobs.iter().map(|j| j.end_s - j.start_s).sum();
@@ -260,8 +322,13 @@ mod tests {
     #[test]
     fn more_workers_finish_sooner_but_not_before_the_longest_chain() {
         let targets = [table("KRNvKR"), table("KRCvKR"), table("KCPvKR")];
-        let one = simulate(&targets, &workers(1, 1, None), u64::MAX);
-        let many = simulate(&targets, &workers(50, 1, None), u64::MAX);
+        let one = simulate(&targets, &workers(1, 1, None), u64::MAX, Sharing::default());
+        let many = simulate(
+            &targets,
+            &workers(50, 1, None),
+            u64::MAX,
+            Sharing::default(),
+        );
         assert!(many.makespan_s < one.makespan_s / 2.0);
         let chain: f64 = many
             .critical_path
@@ -276,11 +343,48 @@ mod tests {
     #[test]
     fn jobs_too_large_for_every_worker_never_run() {
         let big = JobCost::of(&JobKey::whole(table("KRNvKR"))).least_bytes();
-        let sim = simulate(&[table("KRNvKR")], &workers(2, 1, Some(big - 1)), u64::MAX);
+        let sim = simulate(
+            &[table("KRNvKR")],
+            &workers(2, 1, Some(big - 1)),
+            u64::MAX,
+            Sharing::default(),
+        );
         assert_eq!(sim.never_ran, vec![JobKey::whole(table("KRNvKR"))]);
         assert_eq!(
             sim.jobs.len(),
             table("KRNvKR").signature.closure().len() - 1
         );
+    }
+
+    /// A table shared as the coordinator shares it takes the idle workers when it is leased,
+    /// and ends sooner than on one of them; smaller tables and asian ones are not shared.
+    #[test]
+    fn a_shared_table_takes_idle_workers_and_ends_sooner() {
+        let rules = RuleSet::CyclesAreDraws;
+        let krnkr = TableId::new(rules, "KRNvKR".parse().unwrap());
+        let entries = JobKey::whole(krnkr).entries();
+        let sharing = Sharing {
+            workers: 4,
+            from_entries: entries,
+            max_replacements: 1,
+        };
+        let alone = simulate(&[krnkr], &workers(4, 1, None), u64::MAX, Sharing::default());
+        let shared = simulate(&[krnkr], &workers(4, 1, None), u64::MAX, sharing);
+        let job = |sim: &Simulation| {
+            sim.jobs
+                .iter()
+                .find(|j| j.key.table == krnkr)
+                .cloned()
+                .unwrap()
+        };
+        let (one, four) = (job(&alone), job(&shared));
+        assert_eq!((one.seats, four.seats, four.shared_with.len()), (1, 4, 3));
+        assert!(four.states_on_disk);
+        assert!(four.end_s - four.start_s < (one.end_s - one.start_s) / 2.0);
+        assert!(shared.makespan_s < alone.makespan_s);
+        assert!(shared.jobs.iter().filter(|j| j.seats > 1).count() == 1);
+        let asian = TableId::new(RuleSet::Asian, krnkr.signature);
+        let sim = simulate(&[asian], &workers(4, 1, None), u64::MAX, sharing);
+        assert!(sim.jobs.iter().all(|j| j.seats == 1));
     }
 }

@@ -67,8 +67,40 @@ impl Legal {
         legal
     }
 
-    /// No entry of `slots` legal, until [`Legal::add_part`] says otherwise.
-    pub(crate) fn none(slots: SlotRange) -> Legal {
+    /// The legal bits of `part`, a range of the slots covered starting at a multiple of 64
+    /// slots from the first, per side to move: a bit per slot, 64 to a word.
+    pub fn words(&self, part: SlotRange) -> [&[u64]; 2] {
+        let (first, words) = self.words_of(part);
+        self.bits.each_ref().map(|b| &b[first..first + words])
+    }
+
+    /// Takes the legal bits of `part` that [`Legal::words`] gave.
+    pub fn add_words(&mut self, part: SlotRange, words: [&[u64]; 2]) -> Result<(), String> {
+        let (first, n) = self.words_of(part);
+        for (bits, words) in self.bits.iter_mut().zip(words) {
+            if words.len() != n {
+                return Err(format!("{} words of legal bits for {n}", words.len()));
+            }
+            for (b, w) in bits[first..first + n].iter_mut().zip(words) {
+                *b |= w;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first word and the number of words of `part`.
+    fn words_of(&self, part: SlotRange) -> (usize, usize) {
+        let first = part.start - self.slots.start;
+        assert!(
+            first.is_multiple_of(64) && part.end <= self.slots.end,
+            "a part of the slots covered, starting on a word"
+        );
+        ((first / 64) as usize, part.len().div_ceil(64) as usize)
+    }
+
+    /// No entry of `slots` legal, until the parts solved or [`Legal::add_words`] say
+    /// otherwise.
+    pub fn none(slots: SlotRange) -> Legal {
         let words = slots.len().div_ceil(64) as usize;
         Legal {
             slots,

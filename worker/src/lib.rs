@@ -471,10 +471,7 @@ async fn run_job(
                         #[cfg(feature = "fault-injection")]
                         stall_at_pass: stall_at_pass.filter(|_| seat.seat > 0),
                     };
-                    return Ok(match seat::solve_seat(job, deps, &report)? {
-                        seat::SeatResult::Table(encoded) => Some(encoded),
-                        seat::SeatResult::Verified => None,
-                    });
+                    return seat::solve_seat(job, deps, &report);
                 }
                 if let Some(dir) = &states_dir {
                     let scratch = DirScratch::create(dir)?;

@@ -17,7 +17,7 @@ use std::io;
 use storage_format::codec::{self, EncodedBlocks, EncodedTable};
 use storage_format::shard;
 use tokio::runtime::Handle;
-use xqtb_core::{JobKey, Probe, TableIndex};
+use xqtb_core::{JobKey, Probe};
 
 type Jobs = JobsClient<rpc::Client>;
 
@@ -153,14 +153,6 @@ impl Exchange for CoordinatorExchange {
     }
 }
 
-/// What a seat gives when its work is done.
-pub(crate) enum SeatResult {
-    /// Seat 0: the table, joined, verified and encoded.
-    Table(EncodedTable),
-    /// Another seat: its parts went to the others, and its entries are verified.
-    Verified,
-}
-
 /// How a seat's job runs.
 pub(crate) struct SeatJob<'a> {
     pub(crate) key: JobKey,
@@ -174,12 +166,14 @@ pub(crate) struct SeatJob<'a> {
     pub(crate) stall_at_pass: Option<usize>,
 }
 
-/// Solves seat `job.seat` of `job.key` over `deps` (on the calling thread's rayon pool).
+/// Solves seat `job.seat` of `job.key` over `deps` (on the calling thread's rayon pool) and
+/// verifies its entries. Returns the table, joined and encoded, for seat 0 to upload; `None`
+/// for the other seats, whose work is done.
 pub(crate) fn solve_seat(
     job: SeatJob,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<SeatResult> {
+) -> Result<Option<EncodedTable>> {
     let exchange = CoordinatorExchange {
         client: job.client,
         lease_id: job.lease_id.to_string(),
@@ -202,22 +196,34 @@ pub(crate) fn solve_seat(
     let (id, slots) = (job.key.table, job.key.slots);
     let mut parts = Vec::new();
     let mut encode = |part: xqtb_core::Table| parts.push(codec::encode_table(&part));
-    solver::solve_range_in_parts(id, slots, store, deps, progress, &mut encode)?;
+    // Which entries of its own groups are legal comes with the solve; the others' come with
+    // their parts (computing them from the index would take a good share of the levels' time).
+    let mut legal = solver::solve_range_in_parts(id, slots, store, deps, progress, &mut encode)?;
     drop(scratch);
     for part in &parts {
-        send_part(&exchange, part)?;
+        send_part(&exchange, part, &legal)?;
     }
     let mut received = PartsReceived::default();
     exchange.receive_bytes(Pass::Parts, true, &mut |bytes| {
         received.add(&bytes).map_err(io::Error::other)
     })?;
-    parts.extend(received.finish()?);
+    for (part, words) in received.finish()? {
+        let [red, black] = &words;
+        legal
+            .add_words(part.header.slots, [red, black])
+            .map_err(|e| {
+                anyhow!(
+                    "the legal entries of the part at slot {}: {e}",
+                    part.header.slots.start
+                )
+            })?;
+        parts.push(part);
+    }
     parts.sort_by_key(|p| p.header.slots.start);
     let encoded = match parts.len() {
         1 => parts.pop().expect("one part"),
         _ => codec::assemble_parts(parts)?,
     };
-    let legal = solver::Legal::of(&TableIndex::new(id.signature), slots);
     let started = std::time::Instant::now();
     let (seat, seats) = (job.seat.seat, job.seat.seats);
     solver::verify_blocks_of_worker(
@@ -231,16 +237,28 @@ pub(crate) fn solve_seat(
     tracing::info!(table = %id, seat, seats, secs = started.elapsed().as_secs_f64(), "verified the seat's entries from the table's blocks");
     // Every seat has verified its entries once this pass is complete.
     exchange.receive_bytes(Pass::Verified, false, &mut |_| Ok(()))?;
-    Ok(match seat {
-        0 => SeatResult::Table(encoded),
-        _ => SeatResult::Verified,
-    })
+    Ok((seat == 0).then_some(encoded))
 }
 
-/// Sends `part` to the other seats in the parts' pass, as its shard file in chunks, each headed
-/// by the part's first slot, the chunk's offset and the file's length.
-fn send_part(exchange: &CoordinatorExchange, part: &EncodedTable) -> io::Result<()> {
-    let file = shard::write_shard(part);
+/// Sends `part` to the other seats in the parts' pass with its legal entries (`legal`), in
+/// chunks, each headed by the part's first slot, the chunk's offset and the whole's length.
+/// The whole: the shard file's length, the shard file, and the legal bits of both sides
+/// compressed.
+fn send_part(
+    exchange: &CoordinatorExchange,
+    part: &EncodedTable,
+    legal: &solver::Legal,
+) -> io::Result<()> {
+    let shard = shard::write_shard(part);
+    let words = legal.words(part.header.slots);
+    let bits: Vec<u8> = words
+        .iter()
+        .flat_map(|w| w.iter().flat_map(|w| w.to_le_bytes()))
+        .collect();
+    let mut file = Vec::with_capacity(8 + shard.len() + bits.len() / 8);
+    file.extend_from_slice(&(shard.len() as u64).to_le_bytes());
+    file.extend_from_slice(&shard);
+    file.extend_from_slice(&zstd::bulk::compress(&bits, 1)?);
     for (i, chunk) in file.chunks(PART_CHUNK).enumerate() {
         let mut data = Vec::with_capacity(24 + chunk.len());
         data.extend_from_slice(&part.header.slots.start.to_le_bytes());
@@ -283,14 +301,33 @@ impl PartsReceived {
         Ok(())
     }
 
-    fn finish(self) -> Result<Vec<EncodedTable>> {
+    /// The parts, each with its legal bits per side.
+    fn finish(self) -> Result<Vec<(EncodedTable, [Vec<u64>; 2])>> {
         self.files
             .into_iter()
             .map(|(start, (file, filled))| {
-                if filled != file.len() as u64 {
-                    return Err(anyhow!("the part at slot {start} came incomplete"));
+                let what = || format!("the part at slot {start}");
+                if filled != file.len() as u64 || file.len() < 8 {
+                    return Err(anyhow!("{} came incomplete", what()));
                 }
-                shard::read_shard(&file).with_context(|| format!("the part at slot {start}"))
+                let len = u64::from_le_bytes(file[..8].try_into().expect("eight bytes"));
+                let rest = &file[8..];
+                if len > rest.len() as u64 {
+                    return Err(anyhow!("{} came cut short", what()));
+                }
+                let (shard, bits) = rest.split_at(len as usize);
+                let part = shard::read_shard(shard).with_context(what)?;
+                let words = part.header.slots.len().div_ceil(64) as usize;
+                let bits = zstd::bulk::decompress(bits, 16 * words).with_context(what)?;
+                if bits.len() != 16 * words {
+                    return Err(anyhow!("{}: its legal bits do not fit it", what()));
+                }
+                let word = |i: usize| {
+                    u64::from_le_bytes(bits[8 * i..8 * i + 8].try_into().expect("eight bytes"))
+                };
+                let red = (0..words).map(word).collect();
+                let black = (words..2 * words).map(word).collect();
+                Ok((part, [red, black]))
             })
             .collect()
     }
