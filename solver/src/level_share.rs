@@ -170,6 +170,11 @@ impl Pass {
 }
 
 impl Updates {
+    /// How many words of kinds the updates hold, both sides to move.
+    pub fn word_count(&self) -> u64 {
+        (self.words[0].len() + self.words[1].len()) as u64
+    }
+
     /// The updates as bytes to send: the word indices as gaps, the words whole, compressed
     /// (most words of a level hold few changes, and neighbouring words alike).
     pub fn encode(&self) -> Vec<u8> {

@@ -69,11 +69,10 @@ impl InProcessExchange {
 
 impl Exchange for InProcessExchange {
     fn send(&self, worker: usize, batch: Updates) -> io::Result<()> {
-        let words = (batch.words[0].len() + batch.words[1].len()) as u64;
         let batch_of = RelayBatch {
             from: worker,
             bytes: batch.encode().into(),
-            words,
+            words: batch.word_count(),
             resolved: batch.resolved,
         };
         self.relay().send(batch.pass, batch_of).map_err(relay_error)

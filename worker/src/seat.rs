@@ -139,8 +139,12 @@ impl CoordinatorExchange {
 
 impl Exchange for CoordinatorExchange {
     fn send(&self, _worker: usize, batch: Updates) -> io::Result<()> {
-        let words = (batch.words[0].len() + batch.words[1].len()) as u64;
-        self.send_bytes(batch.pass, batch.encode(), words, batch.resolved)
+        self.send_bytes(
+            batch.pass,
+            batch.encode(),
+            batch.word_count(),
+            batch.resolved,
+        )
     }
 
     fn receive(
