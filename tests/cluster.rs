@@ -1093,8 +1093,6 @@ fn a_shared_table_survives_a_killed_seat_and_equals_a_local_solve() {
         &dir,
         port,
         &[
-            "--plan",
-            "KRvKN",
             "--rules",
             "cycles-are-draws",
             "--share-by",
@@ -1110,6 +1108,15 @@ fn a_shared_table_survives_a_killed_seat_and_equals_a_local_solve() {
     let mut x = worker(&dir, port, "x", &stall);
     let mut y = worker(&dir, port, "y", &stall);
     let rt = rt();
+    // A table is shared by the workers registered when it is leased: both, before the plan.
+    rt.block_on(wait_until(
+        port,
+        "both workers",
+        Duration::from_secs(60),
+        |s| s.workers.len() >= 2,
+    ));
+    let server = format!("http://127.0.0.1:{port}");
+    run_ok(&["submit", "KRvKN", "--server", &server]);
     let shared = |s: &StatusResponse| -> Option<ShareStatus> {
         let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN")?;
         job.share.clone()
@@ -1127,7 +1134,6 @@ fn a_shared_table_survives_a_killed_seat_and_equals_a_local_solve() {
     let share = shared(&s).unwrap();
     assert_eq!(share.seats, 2, "{share:?}");
     assert!(share.bytes_relayed > 0, "{share:?}");
-    let server = format!("http://127.0.0.1:{port}");
     let during = run_ok(&["status", "--server", &server]);
     assert!(
         during.contains("shared by 2 workers (seats 0 w") && during.contains("last pass win 3"),

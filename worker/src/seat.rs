@@ -25,6 +25,10 @@ type Jobs = JobsClient<rpc::Client>;
 /// gRPC's 4 MiB message).
 const PART_CHUNK: usize = 1 << 20;
 
+/// More bytes than any part's shard file and legal bits take (a table's shard is at most a few
+/// bytes per entry): a larger length is damage, refused before anything is allocated.
+const MAX_PART_BYTES: u64 = 16 << 30;
+
 /// A seat: which of the job's workers this is, and how the job is cut into groups.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Seat {
@@ -289,6 +293,11 @@ impl PartsReceived {
                 .ok_or("a part's chunk cut short")
         };
         let (start, offset, len) = (field(0)?, field(1)?, field(2)?);
+        if len > MAX_PART_BYTES {
+            return Err(format!(
+                "the part at slot {start} claims {len} bytes, more than a part can take"
+            ));
+        }
         let (file, filled) = self
             .files
             .entry(start)
