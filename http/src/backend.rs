@@ -381,6 +381,18 @@ struct JobJson {
     last_error: Option<String>,
     memory_bytes: u64,
     unholdable: Option<String>,
+    share: Option<ShareJson>,
+}
+
+/// A job several workers share, as gRPC's `ShareStatus` says it.
+#[derive(Serialize)]
+struct ShareJson {
+    seats: usize,
+    seat_workers: Vec<Option<String>>,
+    pass: Option<String>,
+    bytes_relayed: u64,
+    bytes_held: u64,
+    replacements: u32,
 }
 
 #[derive(Serialize)]
@@ -495,6 +507,14 @@ impl Backend for CoordinatorBackend {
                     last_error: j.last_error.clone(),
                     memory_bytes: j.memory_bytes,
                     unholdable: j.unholdable.clone(),
+                    share: j.share.as_ref().map(|s| ShareJson {
+                        seats: s.seats,
+                        seat_workers: s.seat_workers.clone(),
+                        pass: s.pass.map(|p| p.to_string()),
+                        bytes_relayed: s.bytes_relayed,
+                        bytes_held: s.bytes_held,
+                        replacements: s.replacements,
+                    }),
                 })
                 .collect(),
             workers: s

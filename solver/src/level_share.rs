@@ -100,8 +100,13 @@ impl Share<'_> {
     /// neighbouring groups, whose work in a level is often alike, go to different workers and
     /// each level's work is spread evenly.
     pub fn owner(&self, group: usize) -> usize {
-        group % self.workers
+        owner_of(group, self.workers)
     }
+}
+
+/// The worker that owns group `group` of a job shared by `workers` ([`Share::owner`]).
+pub(crate) fn owner_of(group: usize, workers: usize) -> usize {
+    group % workers
 }
 
 /// Kinds are 32 to a 64-bit word, two bits each.

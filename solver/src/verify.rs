@@ -161,10 +161,9 @@ pub fn verify_blocks<S: BlockSource + ?Sized>(
     verify_blocks_where(source, legal, deps, progress, &|_| true)
 }
 
-/// [`verify_blocks`] of the entries of `share.worker`'s groups only, for a table that
-/// `share.workers` workers shared in groups of about `group_slots` slots
-/// ([`crate::Share::owner`]): each verifies its own, reading the whole table. Returns the
-/// counts of those entries.
+/// [`verify_blocks`] of the entries of worker `worker`'s groups only, for a table that
+/// `workers` workers shared in groups of about `group_slots` slots ([`crate::Share::owner`]):
+/// each verifies its own, reading the whole table. Returns the counts of those entries.
 pub fn verify_blocks_of_worker<S: BlockSource + ?Sized>(
     source: &S,
     legal: &Legal,
@@ -173,7 +172,8 @@ pub fn verify_blocks_of_worker<S: BlockSource + ?Sized>(
     (worker, workers): (usize, usize),
     group_slots: u64,
 ) -> Result<TableCounts, JobError> {
-    let owns = |slot: u64| crate::level_groups::group_of(slot, group_slots) % workers == worker;
+    let group = |slot| crate::level_groups::group_of(slot, group_slots);
+    let owns = |slot: u64| crate::level_share::owner_of(group(slot), workers) == worker;
     verify_blocks_where(source, legal, deps, progress, &owns)
 }
 
