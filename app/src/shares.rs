@@ -200,9 +200,9 @@ impl Shares {
         attempt: u32,
     ) {
         let mut state = self.lock();
-        if let Some(old) = state.sessions.remove(&key) {
+        // Dropping an earlier session wakes its waiting calls, which then find no seat.
+        if state.sessions.remove(&key).is_some() {
             state.seats.retain(|_, (k, _)| *k != key);
-            drop(old);
         }
         let mut holders: Vec<Holder> = (0..seat.seats).map(|_| Holder::Open).collect();
         holders[0] = Holder::Held(lease0.clone());

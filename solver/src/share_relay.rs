@@ -128,11 +128,6 @@ impl Relay {
         }
     }
 
-    /// How many workers share the job.
-    pub fn workers(&self) -> usize {
-        self.workers
-    }
-
     fn check(&self, worker: usize) -> Result<(), RelayError> {
         if let Some(why) = &self.abandoned {
             return Err(RelayError::Abandoned(why.clone()));
