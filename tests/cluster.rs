@@ -1081,12 +1081,25 @@ fn a_table_solved_in_pawn_slices_with_a_killed_worker_equals_a_local_solve() {
 }
 
 /// A table shared by two workers (KRvKN under cycles-are-draws; its dependencies are solved
-/// as usual), one of which hangs in the middle of the levels and is killed: its seat is leased
-/// again, the new worker catches up from the coordinator's log, and the table the first seat
+/// as usual), the one holding seat 1 hangs in the middle of the levels and is killed: its seat
+/// is leased again, the new worker catches up from the coordinator's log, and the table seat 0
 /// uploads is byte for byte the one `xqtb solve` makes alone. Status shows the shared job.
 #[test]
 fn a_shared_table_survives_a_killed_seat_and_equals_a_local_solve() {
-    let dir = TempDir::new("shared");
+    shared_table_survives_a_killed_seat(1);
+}
+
+/// The same with seat 0 killed, the seat that uploads the table: the job's attempt goes on,
+/// the worker that takes the seat over uploads the table under the job's lease.
+#[test]
+fn a_shared_table_survives_a_killed_first_seat() {
+    shared_table_survives_a_killed_seat(0);
+}
+
+/// Shares KRvKN between two workers, kills the one holding `seat` in its sixth pass, and checks
+/// that a third worker takes the seat over and the table equals `xqtb solve`'s.
+fn shared_table_survives_a_killed_seat(seat: usize) {
+    let dir = TempDir::new(&format!("shared-{seat}"));
     let port = free_port();
     // Only KRvKN (2 x 328,500 entries) is large enough to be shared.
     let c = coordinator(
@@ -1103,8 +1116,9 @@ fn a_shared_table_survives_a_killed_seat_and_equals_a_local_solve() {
             "2",
         ],
     );
-    // Whichever of the two holds seat 1 stops before ending its sixth pass.
-    let stall = ["--threads", "1", "--debug-stall-seat-at-pass", "5"];
+    // Whichever of the two holds `seat` stops before ending its sixth pass.
+    let stall_at = format!("{seat}:5");
+    let stall = ["--threads", "1", "--debug-stall-seat-at-pass", &stall_at];
     let mut x = worker(&dir, port, "x", &stall);
     let mut y = worker(&dir, port, "y", &stall);
     let rt = rt();
@@ -1139,7 +1153,7 @@ fn a_shared_table_survives_a_killed_seat_and_equals_a_local_solve() {
         during.contains("shared by 2 workers (seats 0 w") && during.contains("last pass win 3"),
         "{during}"
     );
-    let hung = &share.seat_workers[1];
+    let hung = &share.seat_workers[seat];
     match hung.ends_with("-x") {
         true => x.kill(),
         false => y.kill(),
@@ -1152,9 +1166,14 @@ fn a_shared_table_survives_a_killed_seat_and_equals_a_local_solve() {
         all_finished,
     ));
     assert!(z.wait_exit(Duration::from_secs(60)), "{}", z.log());
+    // z took the open seat: seat 0 uploads the table, another seat only hands its parts over.
+    let done = match seat {
+        0 => "1 tables committed",
+        _ => "1 seats of shared tables done",
+    };
     assert!(
-        z.log().contains("seat of a shared job") || z.log().contains("seat = 1"),
-        "z took the open seat: {}",
+        z.log().contains("solving a seat of a shared job") && z.log().contains(done),
+        "z took seat {seat}: {}",
         z.log()
     );
     let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN").unwrap();

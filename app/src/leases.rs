@@ -7,7 +7,7 @@ use crate::error::AppError;
 use crate::jobs::now_ms;
 use crate::memory::{TRIM_INTERVAL, release_freed_memory};
 use crate::scheduler::Grant;
-use crate::shares::Seat;
+use crate::shares::{Seat, ShareError};
 use crate::workers::Registration;
 use std::time::Instant;
 use storage_format::store::TableStore;
@@ -136,18 +136,29 @@ impl App {
         phase: &str,
     ) -> Result<u64, AppError> {
         self.workers.progress(worker, progress, phase);
-        if let Some(expires) = self.shares.renew(lease_id, now_ms(), self.lease_ttl_ms) {
-            return Ok(expires);
+        if self.shares.is_retired(lease_id) {
+            // Seat 0 of a shared job went to another worker: this one must stop.
+            tracing::warn!(worker = %worker, lease = %lease_id, "heartbeat refused: its seat was given to another worker");
+            self.workers.release(lease_id);
+            return Err(ShareError::NoSeat(lease_id.to_string()).into());
         }
+        let now = now_ms();
+        // A seat's heartbeat renews its own lease and the job's: the job's attempt goes on while
+        // any of its seats is held. Seat 0 reports the job's progress.
+        let seat = self.shares.renew(lease_id, now, self.lease_ttl_ms);
+        let (job_lease, job_progress) = match &seat {
+            Some(r) => (r.job_lease.as_str(), (r.seat == 0).then_some(progress)),
+            None => (lease_id, Some(progress)),
+        };
         // Persisting the renewed expiry lets a restarted coordinator honour the lease.
         let result = self
             .jobs
-            .change(|s| match s.heartbeat(lease_id, progress, now_ms()) {
+            .change(|s| match s.heartbeat(job_lease, job_progress, now) {
                 Ok((expires, record)) => Ok((Ok(expires), vec![record])),
                 Err(e) => Ok((Err(e), Vec::new())),
             })?;
         match result {
-            Ok(expires) => Ok(expires),
+            Ok(expires) => Ok(seat.map_or(expires, |r| r.expires_at_ms)),
             Err(e) => {
                 tracing::warn!(worker = %worker, lease = %lease_id, "heartbeat refused: {e}");
                 self.workers.release(lease_id);
@@ -165,6 +176,11 @@ impl App {
         message: &str,
     ) -> Result<(), AppError> {
         tracing::warn!(worker = %worker, lease = %lease_id, "job failed: {message}");
+        if self.shares.is_retired(lease_id) {
+            // Seat 0 of a shared job already went to another worker: the job goes on.
+            self.workers.release(lease_id);
+            return Ok(());
+        }
         let (seat, give_up) = self.shares.vacate(lease_id, message);
         if seat {
             self.workers.release(lease_id);
@@ -177,18 +193,18 @@ impl App {
         Ok(())
     }
 
-    /// Fails the attempt of a shared job whose seats failed too often (seat 0's lease, why).
+    /// Fails the attempt of a shared job whose seats failed too often (the job's lease).
     fn give_up_shared(&self, job: Option<(JobKey, String)>) -> Result<(), AppError> {
-        let Some((key, lease0)) = job else {
+        let Some((key, job_lease)) = job else {
             return Ok(());
         };
         let why = format!("{key}: seats of the shared job failed too often");
-        self.jobs.change(|s| match s.fail(&lease0, &why) {
+        self.jobs.change(|s| match s.fail(&job_lease, &why) {
             Ok(r) => Ok(((), vec![r])),
             // Its lease ended meanwhile.
             Err(_) => Ok(((), Vec::new())),
         })?;
-        self.workers.release(&lease0);
+        self.workers.release(&job_lease);
         self.update_gauges();
         Ok(())
     }

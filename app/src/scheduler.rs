@@ -623,11 +623,12 @@ impl Scheduler {
         Ok((key, self.jobs.get_mut(&key).expect("leased job")))
     }
 
-    /// Renews a lease and records progress. Returns the new expiry.
+    /// Renews a lease and records progress, if given (a shared job's seats other than the
+    /// first keep its lease alive without reporting its progress). Returns the new expiry.
     pub fn heartbeat(
         &mut self,
         lease_id: &str,
-        progress: f64,
+        progress: Option<f64>,
         now_ms: u64,
     ) -> Result<(u64, JobRecord), LeaseError> {
         self.expire(now_ms);
@@ -635,7 +636,9 @@ impl Scheduler {
         let (_, job) = self.leased_mut(lease_id)?;
         let lease = job.lease.as_mut().expect("leased");
         lease.expires_at_ms = now_ms + ttl;
-        job.progress = progress.clamp(0.0, 1.0);
+        if let Some(progress) = progress {
+            job.progress = progress.clamp(0.0, 1.0);
+        }
         Ok((lease.expires_at_ms, job.clone()))
     }
 
@@ -781,7 +784,7 @@ mod tests {
         let mut s = scheduler();
         s.plan(&[sig("KRvK")], |_| false);
         let g = s.lease("w1", None, 0).0.unwrap();
-        assert!(s.heartbeat(&g.lease.id, 0.5, 900).is_ok());
+        assert!(s.heartbeat(&g.lease.id, Some(0.5), 900).is_ok());
         // Renewed at 900: still valid at 1800, expired at 1900.
         assert!(s.check_upload(&g.lease.id, &job("KRvK"), 1800).is_ok());
         let g2 = s
@@ -837,7 +840,7 @@ mod tests {
             persisted,
             "u".into(),
         );
-        assert!(s2.heartbeat(&g.lease.id, 0.1, 10).is_ok());
+        assert!(s2.heartbeat(&g.lease.id, Some(0.1), 10).is_ok());
         assert_eq!(s2.job(&job("KNvK")).unwrap().state, JobState::Finished);
         s2.fail(&g.lease.id, "again").unwrap();
         assert_eq!(s2.job(&job("KRvK")).unwrap().state, JobState::Failed);

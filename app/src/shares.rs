@@ -1,14 +1,18 @@
 //! Jobs shared by several workers at once: each shared job's seats, the workers holding them,
 //! and the relay of their updates (docs/scaling.md, "One table on several workers").
 //!
-//! The scheduler knows a shared job as one job under one lease, seat 0's: its expiry, its
-//! failure or its upload end the job's attempt as for any job, and this job's session with it.
-//! The other seats are leases of their own, kept here: a seat whose worker fails or goes silent
-//! is opened again, and the next worker to ask for a job takes it and catches up from the
-//! session's log ([`solver::Relay`]), while the others wait in the pass they reached. After the
-//! levels each seat hands its parts of the table to the others ([`solver::Pass::Parts`]),
-//! joins the table and verifies its own groups' entries of it ([`solver::Pass::Verified`]); its
-//! seat is then done, and seat 0 uploads the table as any job.
+//! The scheduler knows a shared job as one job under one lease, the *job's lease*: the lease
+//! it granted the worker that took seat 0 first. Every seat's worker keeps that lease alive
+//! with its heartbeats, so the job's attempt goes on while any seat is held; its upload, its
+//! failure past the replacements allowed, or every seat falling silent end the attempt as for
+//! any job, and this job's session with it. The seats are leases kept here (seat 0's first
+//! lease is the job's): a seat whose worker fails or goes silent, seat 0's included, is opened
+//! again, and the next worker to ask for a job takes it under a lease of its own and catches
+//! up from the session's log ([`solver::Relay`]), while the others wait in the pass they
+//! reached. After the levels each seat hands its parts of the table to the others
+//! ([`solver::Pass::Parts`]), joins the table and verifies its own groups' entries of it
+//! ([`solver::Pass::Verified`]); its seat is then done, and seat 0's worker uploads the table
+//! under the job's lease.
 
 use crate::scheduler::Lease;
 use futures_channel::oneshot;
@@ -48,6 +52,17 @@ pub struct Seat {
     pub seats: usize,
     /// Slots per group of the job's states (every seat cuts the job alike).
     pub group_slots: u64,
+}
+
+/// What renewing a seat's lease gives ([`Shares::renew`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SeatRenewal {
+    /// The seat lease's new expiry.
+    pub(crate) expires_at_ms: u64,
+    /// The seat.
+    pub(crate) seat: usize,
+    /// The scheduler's lease of the job, which the seat keeps alive.
+    pub(crate) job_lease: String,
 }
 
 /// A seat granted to a worker, as a lease.
@@ -105,8 +120,8 @@ enum Holder {
 
 /// One shared job in progress.
 struct Session {
-    /// Seat 0's lease: the scheduler's lease of the job.
-    lease0: String,
+    /// The scheduler's lease of the job (seat 0's first lease).
+    job_lease: String,
     seat: Seat,
     /// The estimated memory of the job, which each seat's worker must have.
     least_bytes: u64,
@@ -189,12 +204,12 @@ impl Shares {
         })
     }
 
-    /// Starts sharing job `key`, leased as `lease0` (seat 0) for its attempt `attempt`; any
-    /// earlier session of the job ends.
+    /// Starts sharing job `key`, leased as `job_lease` (seat 0's first lease) for its attempt
+    /// `attempt`; any earlier session of the job ends.
     pub(crate) fn open(
         &self,
         key: JobKey,
-        lease0: &Lease,
+        job_lease: &Lease,
         seat: Seat,
         least_bytes: u64,
         attempt: u32,
@@ -205,12 +220,12 @@ impl Shares {
             state.seats.retain(|_, (k, _)| *k != key);
         }
         let mut holders: Vec<Holder> = (0..seat.seats).map(|_| Holder::Open).collect();
-        holders[0] = Holder::Held(lease0.clone());
-        state.seats.insert(lease0.id.clone(), (key, 0));
+        holders[0] = Holder::Held(job_lease.clone());
+        state.seats.insert(job_lease.id.clone(), (key, 0));
         state.sessions.insert(
             key,
             Session {
-                lease0: lease0.id.clone(),
+                job_lease: job_lease.id.clone(),
                 seat,
                 least_bytes,
                 attempt,
@@ -269,28 +284,57 @@ impl Shares {
         })
     }
 
-    /// Renews seat lease `lease_id` (not seat 0's, which the scheduler keeps): `None` when it
-    /// is no such lease, else the new expiry.
-    pub(crate) fn renew(&self, lease_id: &str, now_ms: u64, ttl_ms: u64) -> Option<u64> {
+    /// Renews seat lease `lease_id` (seat 0's first lease, the job's, included): `None` when
+    /// it is no current seat's lease, else the seat's new expiry, its seat, and the job's lease,
+    /// which the scheduler is to renew too.
+    pub(crate) fn renew(&self, lease_id: &str, now_ms: u64, ttl_ms: u64) -> Option<SeatRenewal> {
         let mut state = self.lock();
-        let &(key, seat) = state.seats.get(lease_id).filter(|(_, s)| *s > 0)?;
+        let &(key, seat) = state.seats.get(lease_id)?;
         let session = state.sessions.get_mut(&key)?;
         match &mut session.holders[seat] {
             Holder::Held(l) => {
                 l.expires_at_ms = now_ms + ttl_ms;
-                Some(l.expires_at_ms)
+                Some(SeatRenewal {
+                    expires_at_ms: l.expires_at_ms,
+                    seat,
+                    job_lease: session.job_lease.clone(),
+                })
             }
             _ => None,
         }
     }
 
-    /// Opens the seat of lease `lease_id` again (not seat 0's) because its worker failed
-    /// (`why`): what it sent in the pass in progress is dropped and the next worker to ask
-    /// takes the seat. Returns whether it was such a seat; past the replacements allowed, the
-    /// session is given up and its job returned, to fail its attempt.
+    /// Whether `lease_id` is the job's lease of a shared job in progress whose seat 0 its
+    /// worker lost (it failed or went silent, and the seat was opened again): the scheduler
+    /// still holds the lease for the seats, but that worker must not act on it.
+    pub(crate) fn is_retired(&self, lease_id: &str) -> bool {
+        let state = self.lock();
+        !state.seats.contains_key(lease_id)
+            && state.sessions.values().any(|s| s.job_lease == lease_id)
+    }
+
+    /// Under which lease an upload by seat lease `lease_id` is the job's: the job's lease and
+    /// the uploading worker, when `lease_id` holds seat 0 of a shared job after its first
+    /// worker lost it; `None` for any other lease (which uploads under its own).
+    pub(crate) fn upload_lease(&self, lease_id: &str) -> Option<(String, String)> {
+        let state = self.lock();
+        let &(key, seat) = state.seats.get(lease_id).filter(|(_, s)| *s == 0)?;
+        let session = state.sessions.get(&key)?;
+        match &session.holders[seat] {
+            Holder::Held(l) if session.job_lease != lease_id => {
+                Some((session.job_lease.clone(), l.worker.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Opens the seat of lease `lease_id` again because its worker failed (`why`): what it
+    /// sent in the pass in progress is dropped and the next worker to ask takes the seat.
+    /// Returns whether it was a seat; past the replacements allowed, the session is given up
+    /// and its job returned with the job's lease, to fail its attempt.
     pub(crate) fn vacate(&self, lease_id: &str, why: &str) -> (bool, Option<(JobKey, String)>) {
         let mut state = self.lock();
-        let Some(&(key, seat)) = state.seats.get(lease_id).filter(|(_, s)| *s > 0) else {
+        let Some(&(key, seat)) = state.seats.get(lease_id) else {
             return (false, None);
         };
         state.seats.remove(lease_id);
@@ -309,14 +353,14 @@ impl Shares {
             );
             session.relay.abandon(&why);
             session.wake(None);
-            return (true, Some((key, session.lease0.clone())));
+            return (true, Some((key, session.job_lease.clone())));
         }
         (true, None)
     }
 
-    /// Ends the sessions whose seat 0 lease is no longer current (`is_current`), and opens
-    /// again the seats whose leases expired by `now_ms`. Returns the jobs given up for too many
-    /// replacements, with seat 0's lease.
+    /// Ends the sessions whose job's lease is no longer current (`is_current`), and opens again
+    /// the seats whose leases expired by `now_ms`. Returns the jobs given up for too many
+    /// replacements, with the job's lease.
     pub(crate) fn expire(
         &self,
         now_ms: u64,
@@ -327,7 +371,7 @@ impl Shares {
             let ended: Vec<JobKey> = state
                 .sessions
                 .iter()
-                .filter(|(_, s)| !is_current(&s.lease0))
+                .filter(|(_, s)| !is_current(&s.job_lease))
                 .map(|(k, _)| *k)
                 .collect();
             for key in ended {
@@ -339,7 +383,7 @@ impl Shares {
             state
                 .sessions
                 .values()
-                .flat_map(|s| s.holders.iter().skip(1))
+                .flat_map(|s| s.holders.iter())
                 .filter_map(|h| match h {
                     Holder::Held(l) if l.expires_at_ms <= now_ms => {
                         Some((l.id.clone(), l.worker.clone()))
@@ -460,10 +504,10 @@ impl Shares {
         })
     }
 
-    /// The job and worker of seat lease `lease_id` (seats 1 and up), if current.
+    /// The job and worker of seat lease `lease_id`, if current.
     pub(crate) fn seat_holder(&self, lease_id: &str) -> Option<(JobKey, String)> {
         let state = self.lock();
-        let &(key, seat) = state.seats.get(lease_id).filter(|(_, s)| *s > 0)?;
+        let &(key, seat) = state.seats.get(lease_id)?;
         match &state.sessions.get(&key)?.holders[seat] {
             Holder::Held(l) => Some((key, l.worker.clone())),
             _ => None,
@@ -537,8 +581,19 @@ mod tests {
             s.take_seat("c", None, 0, 1000, "p").is_none(),
             "no seat open"
         );
-        assert_eq!(s.renew(&g.lease.id, 500, 1000), Some(1500));
-        assert_eq!(s.renew("L0", 500, 1000), None, "seat 0 is the scheduler's");
+        let renewed = s.renew(&g.lease.id, 500, 1000).unwrap();
+        assert_eq!((renewed.expires_at_ms, renewed.seat), (1500, 1));
+        assert_eq!(
+            renewed.job_lease, "L0",
+            "a seat keeps the job's lease alive"
+        );
+        let renewed = s.renew("L0", 600, 1000).unwrap();
+        assert_eq!((renewed.expires_at_ms, renewed.seat), (1600, 0));
+        assert_eq!(
+            s.upload_lease("L0"),
+            None,
+            "the job's lease uploads as itself"
+        );
         // Seat 0 waits for seat 1 in the start.
         s.send("L0", Pass::Start, vec![1], 1, 0).unwrap();
         let PassEnd::Waiting(mut woken) = s.end("L0", Pass::Start).unwrap() else {
@@ -568,6 +623,46 @@ mod tests {
             s.send("L0", Pass::Win(1), vec![], 0, 0),
             Err(ShareError::NoSeat(_))
         ));
+    }
+
+    /// Seat 0's worker fails: the seat opens again without ending the job's attempt, the job's
+    /// lease is retired for that worker, and the worker that takes the seat uploads under the
+    /// job's lease.
+    #[test]
+    fn seat_0_is_replaced_like_any_seat() {
+        let s = shares(2);
+        let k = key("KRvKN", RuleSet::CyclesAreDraws);
+        s.open(k, &lease("L0", "a"), s.seats_for(&k, 2).unwrap(), 0, 1);
+        let g1 = s.take_seat("b", None, 0, 1000, "p").unwrap();
+        s.send("L0", Pass::Start, vec![1], 1, 0).unwrap();
+        assert!(!s.is_retired("L0"));
+        assert_eq!(s.vacate("L0", "out of disk"), (true, None));
+        assert!(s.is_retired("L0"), "a's heartbeats and uploads are refused");
+        assert!(s.renew("L0", 10, 1000).is_none());
+        assert!(matches!(
+            s.send("L0", Pass::Start, vec![1], 1, 0),
+            Err(ShareError::NoSeat(_))
+        ));
+        let g0 = s.take_seat("c", None, 10, 1000, "p").unwrap();
+        assert_eq!((g0.seat.seat, g0.attempt), (0, 1));
+        assert_eq!(s.report(&k).unwrap().replacements, 1);
+        assert_eq!(s.renew(&g0.lease.id, 20, 1000).unwrap().job_lease, "L0");
+        assert_eq!(
+            s.upload_lease(&g0.lease.id),
+            Some(("L0".to_string(), "c".to_string()))
+        );
+        assert_eq!(s.upload_lease(&g1.lease.id), None, "seat 1 uploads nothing");
+        // c replays seat 0's start; the pass completes with seat 1's.
+        s.send(&g0.lease.id, Pass::Start, vec![1], 1, 0).unwrap();
+        assert!(matches!(
+            s.end(&g0.lease.id, Pass::Start),
+            Ok(PassEnd::Waiting(_))
+        ));
+        assert!(matches!(
+            s.end(&g1.lease.id, Pass::Start),
+            Ok(PassEnd::Complete)
+        ));
+        assert_eq!(s.seat_holder(&g0.lease.id), Some((k, "c".to_string())));
     }
 
     /// Once the verification's pass is complete the seats but the first are done: they hold

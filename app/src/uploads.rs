@@ -77,6 +77,20 @@ fn fnv1a(s: &str) -> u64 {
 }
 
 impl App {
+    /// The lease an upload under `lease_id` is the job's under, and the worker that holds
+    /// `lease_id` when that is not the job's own lease's worker: a shared job's seat 0 taken
+    /// over by another worker uploads under its seat lease for the job's. A job's lease whose
+    /// seat 0 went to another worker uploads nothing.
+    fn job_lease_of(&self, lease_id: &str) -> Result<(String, Option<String>), AppError> {
+        if self.shares.is_retired(lease_id) {
+            return Err(crate::shares::ShareError::NoSeat(lease_id.to_string()).into());
+        }
+        Ok(match self.shares.upload_lease(lease_id) {
+            Some((job_lease, worker)) => (job_lease, Some(worker)),
+            None => (lease_id.to_string(), None),
+        })
+    }
+
     /// Checks the first chunk of an upload before anything more of it is received: the lease
     /// must be current and for `key`, and the `announced` length must fit a shard of the table
     /// ([`max_shard_bytes`]); an upload too long for its table is refused and its job handed
@@ -89,6 +103,8 @@ impl App {
     ) -> Result<u64, AppError> {
         let slots = TableIndex::size_of(&key.table.signature);
         let bound = max_shard_bytes(slots);
+        let (lease, _) = self.job_lease_of(lease_id)?;
+        let lease_id = lease.as_str();
         let mut s = self.jobs.lock();
         s.check_upload(lease_id, key, now_ms())?;
         if announced > bound {
@@ -105,6 +121,10 @@ impl App {
     /// Hands back the job of an upload that did not arrive whole (`why`: it stalled, broke off
     /// or ran past its announced length). A lease that is no longer current is left alone.
     pub fn abandon_upload(&self, lease_id: &str, key: &JobKey, why: &str) -> Result<(), AppError> {
+        let Ok((lease, _)) = self.job_lease_of(lease_id) else {
+            return Ok(());
+        };
+        let lease_id = lease.as_str();
         let mut s = self.jobs.lock();
         if s.check_upload(lease_id, key, now_ms()).is_ok() {
             match self.refuse(&mut s, lease_id, key, why) {
@@ -147,11 +167,15 @@ impl App {
         key: &JobKey,
         bytes: &[u8],
     ) -> Result<String, AppError> {
+        let seat_lease = lease_id;
+        let (lease, uploader) = self.job_lease_of(lease_id)?;
+        let lease_id = lease.as_str();
         // A stale upload is refused before the work of checking it.
         let worker = {
             let mut s = self.jobs.lock();
             s.check_upload(lease_id, key, now_ms())?;
-            s.lease_holder(lease_id).unwrap_or("?").to_string()
+            let holder = || s.lease_holder(lease_id).unwrap_or("?").to_string();
+            uploader.unwrap_or_else(holder)
         };
         let checked = self.check_shard(key, bytes, lease_id);
         let mut s = self.jobs.lock();
@@ -175,6 +199,7 @@ impl App {
         self.jobs.persist(&changed)?;
         drop(s);
         self.workers.release(lease_id);
+        self.workers.release(seat_lease);
         self.update_gauges();
         // The upload's blocks, and the pages the store let go of after writing them, are free
         // now: hand them back rather than keep them in the allocator's arenas.

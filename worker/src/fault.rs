@@ -28,11 +28,11 @@ pub struct Faults {
     /// coordinator's sample check refuses the table and quarantines the worker.
     #[cfg(feature = "fault-injection")]
     pub corrupt_values: u64,
-    /// Holding a seat of a shared job other than the first, stop for good (heartbeating on)
-    /// when about to end the pass of this number (0 for the first), as a worker that hangs
-    /// in the middle of a table: the tests kill it there.
+    /// Holding this seat of a shared job (the first of the pair), stop for good (heartbeating
+    /// on) when about to end the pass of this number (the second; 0 for the first pass), as a
+    /// worker that hangs in the middle of a table: the tests kill it there.
     #[cfg(feature = "fault-injection")]
-    pub stall_seat_at_pass: Option<usize>,
+    pub stall_seat_at_pass: Option<(usize, usize)>,
 }
 
 /// The hidden command-line flags that ask for [`Faults`], for a command's arguments to flatten
@@ -48,11 +48,20 @@ pub struct FaultArgs {
     #[cfg(feature = "fault-injection")]
     #[arg(long, hide = true, default_value_t = 0)]
     debug_corrupt_values: u64,
-    /// Fault injection for tests: holding a seat of a shared job other than the first, stop
-    /// for good at this pass.
+    /// Fault injection for tests: holding seat SEAT of a shared job, stop for good at pass
+    /// PASS (`SEAT:PASS`, both counted from 0).
     #[cfg(feature = "fault-injection")]
-    #[arg(long, hide = true)]
-    debug_stall_seat_at_pass: Option<usize>,
+    #[arg(long, hide = true, value_parser = seat_and_pass, value_name = "SEAT:PASS")]
+    debug_stall_seat_at_pass: Option<(usize, usize)>,
+}
+
+/// Reads `SEAT:PASS` ([`FaultArgs`]'s `--debug-stall-seat-at-pass`).
+#[cfg(feature = "fault-injection")]
+fn seat_and_pass(s: &str) -> Result<(usize, usize), String> {
+    let parsed = s
+        .split_once(':')
+        .and_then(|(seat, pass)| Some((seat.parse().ok()?, pass.parse().ok()?)));
+    parsed.ok_or_else(|| format!("'{s}' is not SEAT:PASS (two numbers, such as 1:5)"))
 }
 
 impl FaultArgs {
@@ -84,8 +93,8 @@ impl Faults {
         table
     }
 
-    /// The pass at which a seat other than the first stops for good, if asked.
-    pub(crate) fn stall_seat_at_pass(&self) -> Option<usize> {
+    /// The seat that stops for good, and the pass at which it does, if asked.
+    pub(crate) fn stall_seat_at_pass(&self) -> Option<(usize, usize)> {
         self.stall_seat_at_pass
     }
 

@@ -469,7 +469,9 @@ async fn run_job(
                         runtime,
                         dir,
                         #[cfg(feature = "fault-injection")]
-                        stall_at_pass: stall_at_pass.filter(|_| seat.seat > 0),
+                        stall_at_pass: stall_at_pass
+                            .filter(|&(stalled, _)| stalled == seat.seat)
+                            .map(|(_, pass)| pass),
                     };
                     return seat::solve_seat(job, deps, &report);
                 }
