@@ -51,13 +51,13 @@ pub struct CoordinatorArgs {
     /// slices of one table then run on several workers at once, each holding only its slice).
     #[arg(long, default_value_t = app::scheduler::DEFAULT_SLICE_FROM_ENTRIES)]
     slice_from_entries: u64,
-    /// Share each whole cycles-are-draws table of at least --share-from-entries entries
-    /// between up to this many workers at once, level by level (1: solve every job on one
+    /// Share each cycles-are-draws job (a whole table or a pawn slice) of at least
+    /// --share-from-entries entries between up to this many workers at once, level by level (1: solve every job on one
     /// worker). The workers exchange their updates through the coordinator, which keeps them
     /// until the table is done so that a failed worker's seat can be taken over.
     #[arg(long, default_value_t = 1, value_name = "WORKERS")]
     share_by: usize,
-    /// The smallest table shared (entries: slots times both sides to move).
+    /// The smallest job shared (entries: slots times both sides to move).
     #[arg(long, default_value_t = app::Sharing::default().from_entries, value_name = "ENTRIES")]
     share_from_entries: u64,
     /// PEM certificate for TLS (with --tls-key).

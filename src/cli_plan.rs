@@ -53,8 +53,8 @@ pub struct PlanArgs {
     /// coordinator's option of the same name makes them.
     #[arg(long, value_name = "ENTRIES", default_value_t = app::scheduler::DEFAULT_SLICE_FROM_ENTRIES)]
     slice_from_entries: u64,
-    /// With --workers: share each whole cycles-are-draws table of at least
-    /// --share-from-entries entries between up to this many idle workers, as the coordinator's
+    /// With --workers: share each cycles-are-draws job (a whole table or a pawn slice) of at
+    /// least --share-from-entries entries between up to this many idle workers, as the coordinator's
     /// option of the same name does.
     #[arg(
         long,
@@ -63,7 +63,7 @@ pub struct PlanArgs {
         requires = "workers"
     )]
     share_by: usize,
-    /// With --share-by: the smallest table shared (entries).
+    /// With --share-by: the smallest job shared (entries).
     #[arg(long, value_name = "ENTRIES", default_value_t = app::Sharing::default().from_entries)]
     share_from_entries: u64,
 }

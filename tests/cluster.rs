@@ -1659,3 +1659,71 @@ fn searches_are_capped_refused_when_busy_and_agree_with_the_tables() {
         assert!(text.contains(series), "metrics lack {series}:\n{text}");
     }
 }
+
+/// The pawn slices of a table shared by two workers each (KRPvKA under cycles-are-draws, one
+/// job per slice, the slices of at least 200,000 entries shared): the table the slices make is
+/// byte for byte the one `xqtb solve` makes alone.
+#[test]
+fn shared_pawn_slices_equal_a_local_solve() {
+    let dir = TempDir::new("shared-slices");
+    let port = free_port();
+    let c = coordinator(
+        &dir,
+        port,
+        &[
+            "--rules",
+            "cycles-are-draws",
+            "--slice-from-entries",
+            "0",
+            "--share-by",
+            "2",
+            "--share-from-entries",
+            "200000",
+        ],
+    );
+    let _x = worker(&dir, port, "x", &["--threads", "1"]);
+    let _y = worker(&dir, port, "y", &["--threads", "1"]);
+    let rt = rt();
+    rt.block_on(wait_until(
+        port,
+        "both workers",
+        Duration::from_secs(60),
+        |s| s.workers.len() >= 2,
+    ));
+    let server = format!("http://127.0.0.1:{port}");
+    run_ok(&["submit", "KRPvKA", "--server", &server]);
+    rt.block_on(wait_until(
+        port,
+        "the table's slices",
+        Duration::from_secs(300),
+        all_finished,
+    ));
+    let log = plain(&c.log());
+    assert!(
+        log.lines()
+            .any(|l| l.contains("job leased") && l.contains("KRPvKA") && l.contains("seats=2")),
+        "no slice of KRPvKA was shared: {log}"
+    );
+    let data = dir.path("solo").display().to_string();
+    let rules = ["--rules", "cycles-are-draws"];
+    run_ok(
+        &[
+            &["solve", "--data", &data, "--threads", "2", "KRPvKA"],
+            &rules[..],
+        ]
+        .concat(),
+    );
+    let out = dir.path("KRPvKA.solo.xqtb").display().to_string();
+    run_ok(
+        &[
+            &["export", "KRPvKA", "-o", &out, "--data", &data],
+            &rules[..],
+        ]
+        .concat(),
+    );
+    let remote = rt.block_on(download(port, "KRPvKA"));
+    assert!(
+        remote == std::fs::read(out).unwrap(),
+        "the table of shared slices differs from xqtb solve's"
+    );
+}

@@ -80,7 +80,7 @@ impl App {
             entries_at_start,
             last_trim: Mutex::new(Instant::now()),
             searches: Searches::new(),
-            shares: Shares::new(Sharing::default()),
+            shares: Shares::new(Sharing::default(), None),
             lease_ttl_ms: config.lease_ttl_ms,
             lease_prefix: format!("{:x}", crate::jobs::now_ms()),
             access,
@@ -97,9 +97,11 @@ impl App {
         self
     }
 
-    /// Shares jobs between workers as `sharing` says (none is shared until called).
-    pub fn with_sharing(mut self, sharing: Sharing) -> App {
-        self.shares = Shares::new(sharing);
+    /// Shares jobs between workers as `sharing` says (none is shared until called), keeping
+    /// each shared job's log, once every seat took a pass, in a file in `log_dir` (`None`: in
+    /// memory).
+    pub fn with_sharing(mut self, sharing: Sharing, log_dir: Option<std::path::PathBuf>) -> App {
+        self.shares = Shares::new(sharing, log_dir);
         self
     }
 

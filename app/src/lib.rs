@@ -49,6 +49,7 @@ mod memory;
 mod queries;
 pub mod scheduler;
 mod searches;
+mod share_log;
 mod shares;
 mod sharing;
 pub mod simulate;

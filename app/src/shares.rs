@@ -15,9 +15,11 @@
 //! under the job's lease.
 
 use crate::scheduler::Lease;
+use crate::share_log::FileLog;
 use futures_channel::oneshot;
 use solver::{Pass, Relay, RelayBatch, RelayError};
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use xqtb_core::{JobKey, RuleSet, TableId};
 
@@ -26,8 +28,8 @@ use xqtb_core::{JobKey, RuleSet, TableId};
 pub struct Sharing {
     /// The most workers one job is shared by (1: no job is shared).
     pub workers: usize,
-    /// Tables of at least this many entries are shared (whole `cycles-are-draws` tables only:
-    /// the rule phase is not shared yet).
+    /// Jobs of at least this many entries are shared (`cycles-are-draws` jobs only, whole
+    /// tables or pawn slices: the rule phase is not shared yet).
     pub from_entries: u64,
     /// Failed seats leased again before the job's attempt is given up.
     pub max_replacements: u32,
@@ -91,7 +93,8 @@ pub struct ShareReport {
     pub pass: Option<Pass>,
     /// Bytes relayed so far (once per recipient), and held in the log.
     pub bytes_relayed: u64,
-    /// Bytes of batches the coordinator holds (its log).
+    /// Bytes of batches the coordinator holds in memory: the passes some seat has still to
+    /// take (the rest of its log is on its local disk).
     pub bytes_held: u64,
     /// Seats leased again after their worker failed.
     pub replacements: u32,
@@ -158,6 +161,9 @@ struct State {
 /// The coordinator's shared jobs. Where the scheduler's lock is also taken, it is taken first.
 pub(crate) struct Shares {
     sharing: Sharing,
+    /// Where each session's log goes once every seat took a pass ([`FileLog`]); none: it stays
+    /// in memory.
+    log_dir: Option<PathBuf>,
     state: Mutex<State>,
 }
 
@@ -170,10 +176,31 @@ pub enum PassEnd {
 }
 
 impl Shares {
-    pub(crate) fn new(sharing: Sharing) -> Shares {
+    /// The shared jobs under `sharing`, their logs in `log_dir` (emptied of the logs of a
+    /// coordinator that stopped) or in memory.
+    pub(crate) fn new(sharing: Sharing, log_dir: Option<PathBuf>) -> Shares {
+        if let Some(dir) = &log_dir {
+            FileLog::remove_stale(dir);
+        }
         Shares {
             sharing,
+            log_dir,
             state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The relay of a new session of `seats` seats, numbered `n`: its log on disk when there is
+    /// a directory for it (in memory if the file cannot be made, with a warning).
+    fn relay(&self, n: u64, seats: usize) -> Relay {
+        let Some(dir) = &self.log_dir else {
+            return Relay::new(seats, true);
+        };
+        match FileLog::create(dir, &format!("{n}.log")) {
+            Ok(log) => Relay::with_store(seats, Box::new(log)),
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), "a shared job's log stays in memory: {e}");
+                Relay::new(seats, true)
+            }
         }
     }
 
@@ -182,13 +209,13 @@ impl Shares {
     }
 
     /// How job `key` is to be shared when `live_workers` workers are registered, or `None` to
-    /// solve it on one: a whole `cycles-are-draws` table of at least the entries asked, on as
-    /// many workers as asked and registered, each with four groups or more.
+    /// solve it on one: a `cycles-are-draws` job (a whole table or a pawn slice) of at least
+    /// the entries asked, on as many workers as asked and registered, each with four groups
+    /// or more (fewer where the job has fewer groups: at least one each).
     pub(crate) fn seats_for(&self, key: &JobKey, live_workers: usize) -> Option<Seat> {
         let s = &self.sharing;
         let shared = s.workers > 1
             && key.table.rules == RuleSet::CyclesAreDraws
-            && key.is_whole_table()
             && key.entries() >= s.from_entries;
         let seats = s.workers.min(live_workers);
         if !shared || seats < 2 {
@@ -219,6 +246,8 @@ impl Shares {
         if state.sessions.remove(&key).is_some() {
             state.seats.retain(|_, (k, _)| *k != key);
         }
+        state.next_lease += 1;
+        let relay = self.relay(state.next_lease, seat.seats);
         let mut holders: Vec<Holder> = (0..seat.seats).map(|_| Holder::Open).collect();
         holders[0] = Holder::Held(job_lease.clone());
         state.seats.insert(job_lease.id.clone(), (key, 0));
@@ -230,7 +259,7 @@ impl Shares {
                 least_bytes,
                 attempt,
                 holders,
-                relay: Relay::new(seat.seats, true),
+                relay,
                 waiters: Vec::new(),
                 replacements: 0,
             },
@@ -532,15 +561,18 @@ mod tests {
     }
 
     fn shares(workers: usize) -> Shares {
-        Shares::new(Sharing {
-            workers,
-            from_entries: 0,
-            max_replacements: 1,
-        })
+        Shares::new(
+            Sharing {
+                workers,
+                from_entries: 0,
+                max_replacements: 1,
+            },
+            None,
+        )
     }
 
-    /// Only whole cycles-are-draws tables of the size asked are shared, by no more workers
-    /// than asked, registered, or groups allow.
+    /// Only cycles-are-draws jobs of the size asked are shared (whole tables and pawn slices),
+    /// by no more workers than asked, registered, or groups allow.
     #[test]
     fn the_policy_shares_large_cycles_are_draws_tables_only() {
         let krkn = key("KRvKN", RuleSet::CyclesAreDraws);
@@ -550,12 +582,23 @@ mod tests {
         let seat = shares(4).seats_for(&krkn, 3).unwrap();
         assert_eq!((seat.seat, seat.seats), (0, 3));
         assert!(solver::group_count(krkn.slots.len(), seat.group_slots) >= 3);
-        let big = Shares::new(Sharing {
-            workers: 4,
-            from_entries: krkn.entries() + 1,
-            max_replacements: 1,
-        });
+        let big = Shares::new(
+            Sharing {
+                workers: 4,
+                from_entries: krkn.entries() + 1,
+                max_replacements: 1,
+            },
+            None,
+        );
         assert_eq!(big.seats_for(&krkn, 8), None);
+        // A pawn slice of KRPvKA (145,830 slots: three groups) by as many workers.
+        let id = TableId::new(RuleSet::CyclesAreDraws, "KRPvKA".parse().unwrap());
+        let slices = JobKey::jobs_of(id, 0);
+        let widest = slices.iter().max_by_key(|k| k.slots.len()).unwrap();
+        assert!(!widest.is_whole_table());
+        let seat = shares(4).seats_for(widest, 8).unwrap();
+        assert_eq!(seat.seats, 3);
+        assert_eq!(solver::group_count(widest.slots.len(), seat.group_slots), 3);
     }
 
     /// A seat goes to a worker that holds none of the job's; a failed seat opens again and

@@ -80,7 +80,7 @@ pub use level_groups::{Scratch, StateStore, group_count};
 pub use level_share::{BATCH_WORDS, Exchange, Pass, Share, Updates};
 pub use progress::Progress;
 pub use share_in_process::{SharedRun, solve_shared_in_process};
-pub use share_relay::{PassTraffic, Relay, RelayBatch, RelayError};
+pub use share_relay::{LogRef, LogStore, PassTraffic, Relay, RelayBatch, RelayError};
 pub use slices::SliceDeps;
 pub use solve::{solve, solve_range, solve_range_in, solve_range_in_parts};
 pub use verify::{verify, verify_blocks, verify_blocks_of_worker, verify_reporting};

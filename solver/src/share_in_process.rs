@@ -236,9 +236,23 @@ mod tests {
         workers: usize,
         run: SharedRun,
         scratch_for: &(dyn Fn(usize, usize) -> std::io::Result<Box<dyn Scratch>> + Sync),
-    ) -> Vec<super::PassTraffic> {
+    ) -> Vec<crate::PassTraffic> {
+        let slots = SlotRange::whole(&id.signature);
+        shared_equals_memory(id, slots, tables, whole, workers, run, scratch_for)
+    }
+
+    /// [`shared_equals_whole`] for the job of `slots` of table `id` (a pawn slice: `tables`
+    /// holds the table whole, where its advances lead).
+    fn shared_equals_memory(
+        id: TableId,
+        slots: SlotRange,
+        tables: &MemoryTables,
+        whole: &Table,
+        workers: usize,
+        run: SharedRun,
+        scratch_for: &(dyn Fn(usize, usize) -> std::io::Result<Box<dyn Scratch>> + Sync),
+    ) -> Vec<crate::PassTraffic> {
         let sig = id.signature;
-        let slots = SlotRange::whole(&sig);
         let parts = std::sync::Mutex::new(vec![Vec::new(); workers]);
         let on_part = |w: usize, p| parts.lock().unwrap()[w].push(p);
         let (_, traffic) =
@@ -254,7 +268,7 @@ mod tests {
         }
         let mut parts: Vec<_> = parts.into_iter().flatten().collect();
         parts.sort_by_key(|p| p.slots().start);
-        let mut next = 0;
+        let mut next = slots.start;
         for part in &parts {
             let r = part.slots();
             assert_eq!(r.start, next, "{sig}: the parts follow each other");
@@ -303,6 +317,33 @@ mod tests {
                     "{sig}: no win level sent updates"
                 );
             }
+        }
+    }
+
+    /// A pawn slice shared by two workers gives the slice the whole table has, bit for bit:
+    /// the slices of KRPvKA with the most slots with and without pawn advances into other
+    /// slices (read from the table solved before, as a cluster's slice job reads them).
+    #[test]
+    fn a_shared_pawn_slice_gives_the_values_memory_gives() {
+        let (id, tables, whole) = solved("KRPvKA");
+        let index = xqtb_core::TableIndex::new(id.signature);
+        let slices = index.slices();
+        let widest = |advancing: bool| {
+            slices
+                .iter()
+                .filter(|s| s.advances_into.is_empty() != advancing)
+                .max_by_key(|s| s.slots.len())
+                .unwrap()
+                .slots
+        };
+        for slots in [widest(true), widest(false)] {
+            assert!(slots.len() >= 2 * CHUNK_SLOTS, "{slots}: too few groups");
+            let run = SharedRun {
+                group_slots: CHUNK_SLOTS,
+                threads: 1,
+                replacements: 0,
+            };
+            shared_equals_memory(id, slots, &tables, &whole, 2, run, &memory_scratch);
         }
     }
 

@@ -13,10 +13,59 @@
 //! and takes the others' batches at once; then it joins the others in the pass they wait in.
 //! Since a pass is a function of what came before it, a replacement that sends anything else
 //! is a bug, and the relay says so.
+//!
+//! **The log's memory.** A complete pass's batches are needed in memory only until every worker
+//! took them; after that only a replacement reads them. With a [`LogStore`] (the coordinator
+//! gives one on its local disk) they move there then, so the relay holds in memory only the
+//! pass in progress and the passes some worker has still to take.
 
 use crate::level_share::Pass;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io;
 use std::sync::Arc;
+
+/// Where a relay keeps the batches of its log that every worker has taken: bytes written
+/// once, read back by a replacement. `Send` so that the relay can move between threads.
+pub trait LogStore: Send {
+    /// Keeps `bytes`; returns where.
+    fn put(&mut self, bytes: &[u8]) -> io::Result<LogRef>;
+    /// The bytes kept at `at`.
+    fn get(&self, at: LogRef) -> io::Result<Arc<[u8]>>;
+}
+
+/// Where a [`LogStore`] kept a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogRef {
+    /// Its first byte.
+    pub offset: u64,
+    /// Its length.
+    pub len: u64,
+}
+
+/// A batch's bytes: in memory, or in the log store.
+#[derive(Clone, Debug)]
+enum Held {
+    Memory(Arc<[u8]>),
+    Stored(LogRef),
+}
+
+impl Held {
+    fn len(&self) -> u64 {
+        match self {
+            Held::Memory(b) => b.len() as u64,
+            Held::Stored(r) => r.len,
+        }
+    }
+}
+
+/// A batch as the log holds it.
+#[derive(Clone, Debug)]
+struct Logged {
+    from: usize,
+    bytes: Held,
+    words: u64,
+    resolved: u64,
+}
 
 /// What the workers sent in one pass.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,12 +123,15 @@ pub enum RelayError {
     /// A complete pass whose batches were dropped (no log is kept): nobody can catch up on it.
     #[error("{0:?} is over and its updates were not kept")]
     NotKept(Pass),
+    /// The log store failed to keep or read back a batch.
+    #[error("the log of the shared job: {0}")]
+    Log(String),
 }
 
 /// One pass's batches and barrier.
 #[derive(Default)]
 struct PassBatches {
-    batches: Vec<RelayBatch>,
+    batches: Vec<Logged>,
     /// Workers that ended the pass (sent all their batches).
     ended: BTreeSet<usize>,
     /// Every worker ended it: its batches are final.
@@ -95,6 +147,8 @@ struct PassBatches {
 pub struct Relay {
     workers: usize,
     keep_log: bool,
+    /// Where the batches every worker took go (none: they stay in memory).
+    store: Option<Box<dyn LogStore>>,
     passes: BTreeMap<PassKey, PassBatches>,
     traffic: BTreeMap<PassKey, PassTraffic>,
     abandoned: Option<String>,
@@ -122,9 +176,30 @@ impl Relay {
         Relay {
             workers,
             keep_log,
+            store: None,
             passes: BTreeMap::new(),
             traffic: BTreeMap::new(),
             abandoned: None,
+        }
+    }
+
+    /// The relay of [`Relay::new`] keeping its log, whose batches every worker took go to
+    /// `store` instead of staying in memory.
+    pub fn with_store(workers: usize, store: Box<dyn LogStore>) -> Relay {
+        Relay {
+            store: Some(store),
+            ..Relay::new(workers, true)
+        }
+    }
+
+    /// The bytes of `b`, from memory or the log store.
+    fn bytes_of(store: Option<&dyn LogStore>, b: &Logged) -> Result<Arc<[u8]>, RelayError> {
+        match (&b.bytes, store) {
+            (Held::Memory(bytes), _) => Ok(Arc::clone(bytes)),
+            (Held::Stored(at), Some(store)) => {
+                store.get(*at).map_err(|e| RelayError::Log(e.to_string()))
+            }
+            (Held::Stored(_), None) => Err(RelayError::Log("no log store".into())),
         }
     }
 
@@ -148,7 +223,12 @@ impl Relay {
         self.check(batch.from)?;
         let p = self.passes.entry(key(pass)).or_default();
         if !p.complete {
-            p.batches.push(batch);
+            p.batches.push(Logged {
+                from: batch.from,
+                bytes: Held::Memory(batch.bytes),
+                words: batch.words,
+                resolved: batch.resolved,
+            });
             return Ok(());
         }
         if !self.keep_log {
@@ -158,9 +238,13 @@ impl Relay {
         let n = p.replayed.entry(from).or_default();
         let before = p.batches.iter().filter(|b| b.from == from).nth(*n);
         *n += 1;
-        match before {
-            Some(b) if b.bytes == batch.bytes => Ok(()),
-            _ => Err(RelayError::Replay {
+        let same = match before {
+            Some(b) => Self::bytes_of(self.store.as_deref(), b)? == batch.bytes,
+            None => false,
+        };
+        match same {
+            true => Ok(()),
+            false => Err(RelayError::Replay {
                 worker: from,
                 pass,
                 what: "sent other updates".into(),
@@ -206,7 +290,7 @@ impl Relay {
                 _ => workers as u64 - 1,
             };
             t.words += b.words;
-            t.bytes += b.bytes.len() as u64 * recipients;
+            t.bytes += b.bytes.len() * recipients;
             t.resolved += b.resolved;
         }
         Ok(true)
@@ -218,22 +302,36 @@ impl Relay {
     }
 
     /// The batches the other workers sent in complete pass `pass`, for `worker`, in the order
-    /// they were sent. Without a log, a pass's batches go once every worker took them.
+    /// they were sent. Without a log, a pass's batches go once every worker took them; with a
+    /// log store, they go there then.
     pub fn take(&mut self, worker: usize, pass: Pass) -> Result<Vec<Arc<[u8]>>, RelayError> {
         self.check(worker)?;
         let k = key(pass);
         let Some(p) = self.passes.get_mut(&k).filter(|p| p.complete) else {
             return Err(RelayError::NotKept(pass));
         };
+        let store = self.store.as_deref();
         let theirs = p
             .batches
             .iter()
             .filter(|b| b.from != worker)
-            .map(|b| Arc::clone(&b.bytes))
-            .collect();
+            .map(|b| Self::bytes_of(store, b))
+            .collect::<Result<_, _>>()?;
         p.taken.insert(worker);
-        if !self.keep_log && p.taken.len() == self.workers {
+        if p.taken.len() < self.workers {
+            return Ok(theirs);
+        }
+        if !self.keep_log {
             self.passes.remove(&k);
+        } else if let Some(store) = self.store.as_deref_mut() {
+            for b in &mut p.batches {
+                if let Held::Memory(bytes) = &b.bytes {
+                    let at = store
+                        .put(bytes)
+                        .map_err(|e| RelayError::Log(e.to_string()))?;
+                    b.bytes = Held::Stored(at);
+                }
+            }
         }
         Ok(theirs)
     }
@@ -270,17 +368,74 @@ impl Relay {
         self.traffic.values().next_back().map(|t| t.pass)
     }
 
-    /// Bytes of batches held (the log, and the pass in progress).
+    /// Bytes of batches held in memory (the pass in progress, and the log but what went to
+    /// the log store).
     pub fn held_bytes(&self) -> u64 {
         let batches = self.passes.values().flat_map(|p| &p.batches);
-        batches.map(|b| b.bytes.len() as u64).sum()
+        let in_memory = batches.filter(|b| matches!(b.bytes, Held::Memory(_)));
+        in_memory.map(|b| b.bytes.len()).sum()
+    }
+
+    /// Bytes of batches in the log store.
+    pub fn stored_bytes(&self) -> u64 {
+        let batches = self.passes.values().flat_map(|p| &p.batches);
+        let stored = batches.filter(|b| matches!(b.bytes, Held::Stored(_)));
+        stored.map(|b| b.bytes.len()).sum()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Relay, RelayBatch, RelayError};
+    use super::{LogRef, LogStore, Relay, RelayBatch, RelayError};
     use crate::level_share::Pass;
+    use std::sync::Arc;
+
+    /// A log store in memory, for the tests.
+    #[derive(Default)]
+    struct Bytes(Vec<u8>);
+
+    impl LogStore for Bytes {
+        fn put(&mut self, bytes: &[u8]) -> std::io::Result<LogRef> {
+            let offset = self.0.len() as u64;
+            self.0.extend_from_slice(bytes);
+            Ok(LogRef {
+                offset,
+                len: bytes.len() as u64,
+            })
+        }
+        fn get(&self, at: LogRef) -> std::io::Result<Arc<[u8]>> {
+            Ok(self.0[at.offset as usize..(at.offset + at.len) as usize].into())
+        }
+    }
+
+    /// With a log store, a pass every worker took leaves memory for the store; a replacement
+    /// is checked against, and catches up from, the stored batches.
+    #[test]
+    fn the_batches_every_worker_took_go_to_the_log_store() {
+        let mut r = Relay::with_store(2, Box::new(Bytes::default()));
+        r.send(Pass::Start, batch(0, b"s0")).unwrap();
+        r.send(Pass::Start, batch(1, b"s11")).unwrap();
+        r.end(0, Pass::Start).unwrap();
+        assert!(r.end(1, Pass::Start).unwrap());
+        assert_eq!(&*r.take(0, Pass::Start).unwrap()[0], b"s11");
+        assert_eq!(
+            (r.held_bytes(), r.stored_bytes()),
+            (5, 0),
+            "worker 1 has not taken it"
+        );
+        assert_eq!(&*r.take(1, Pass::Start).unwrap()[0], b"s0");
+        assert_eq!((r.held_bytes(), r.stored_bytes()), (0, 5));
+        r.send(Pass::Win(1), batch(0, b"w0")).unwrap();
+        assert_eq!(r.held_bytes(), 2, "the pass in progress stays in memory");
+        r.forget(1);
+        let e = r.send(Pass::Start, batch(1, b"s12")).unwrap_err();
+        assert!(e.to_string().contains("sent other updates"), "{e}");
+        r.forget(1);
+        r.send(Pass::Start, batch(1, b"s11")).unwrap();
+        assert!(r.end(1, Pass::Start).unwrap());
+        assert_eq!(&*r.take(1, Pass::Start).unwrap()[0], b"s0");
+        assert_eq!(r.traffic()[0].bytes, 5);
+    }
 
     fn batch(from: usize, bytes: &[u8]) -> RelayBatch {
         RelayBatch {

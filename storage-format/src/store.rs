@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use thiserror::Error;
 use xiangqi::Color;
-use xqtb_core::{MemoryTables, RuleSet, Signature, Table, TableId};
+use xqtb_core::{MemoryTables, RuleSet, Signature, SlotRange, Table, TableId};
 
 /// The name of table `id` in a store: the signature for `cycles-are-draws`, `RULES/SIGNATURE`
 /// for any other rule set (see the module documentation).
@@ -797,7 +797,8 @@ impl SledStore {
     /// the table) block by block into the whole table, then removes the parts. Memory is a
     /// batch of blocks, whatever the size of the table.
     fn assemble(&self, id: &TableId, parts: &[TableHeader]) -> Result<(), StoreError> {
-        let mut assembly = crate::codec::PartAssembler::new(parts)?;
+        let whole = SlotRange::whole(&id.signature);
+        let mut assembly = crate::codec::PartAssembler::new(parts, whole)?;
         let mut w = self.begin_table(id)?;
         let mut next = [0u32; 2];
         for h in parts {

@@ -469,6 +469,11 @@ fn a_part_starting_at_any_slot_decodes_to_its_codes() {
     }
 }
 
+/// All the slots of `t`'s table.
+fn whole_slots(t: &xqtb_core::Table) -> xqtb_core::SlotRange {
+    xqtb_core::SlotRange::whole(&t.signature())
+}
+
 /// The parts of a sliced table, encoded one by one, assemble into exactly the bytes of the
 /// whole table encoded at once, also when the parts' value layouts differ (one part's codes do
 /// not fit a byte, and another's blocks hold too many codes to be indexed); parts that do not
@@ -502,7 +507,15 @@ fn parts_assemble_into_the_whole_table_byte_for_byte() {
                 );
             }
         }
-        let assembled = assemble_parts(parts).unwrap();
+        // A run of parts joins into the part of their slots, as it is encoded at once.
+        let (a, b) = (parts[1].header.slots.start, parts[3].header.slots.end);
+        let run = xqtb_core::SlotRange { start: a, end: b };
+        let codes = Color::ALL.map(|side| t.codes(side).slice(a as usize..b as usize).into_owned());
+        let part = xqtb_core::Table::part(index.clone(), RULES, run, codes);
+        let joined = assemble_parts(parts[1..4].to_vec(), run).unwrap();
+        assert_eq!(joined.header.slots, run);
+        assert_eq!(write_shard(&joined), write_shard(&encode_table(&part)));
+        let assembled = assemble_parts(parts, whole_slots(t)).unwrap();
         assert_eq!(write_shard(&assembled), write_shard(&expected));
     }
     assert_eq!(encode_table(&whole).header.layout, ValueLayout::Narrow);
@@ -513,11 +526,15 @@ fn parts_assemble_into_the_whole_table_byte_for_byte() {
     assert_eq!(layouts.len(), 3, "{layouts:?}");
     let mut gap = parts_of(&whole);
     gap.remove(1);
-    let err = assemble_parts(gap).unwrap_err().to_string();
+    let err = assemble_parts(gap, whole_slots(&whole))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("do not join"), "{err}");
     let mut short = parts_of(&whole);
     short.pop();
-    let err = assemble_parts(short).unwrap_err().to_string();
+    let err = assemble_parts(short, whole_slots(&whole))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("end at slot"), "{err}");
 }
 
@@ -566,7 +583,7 @@ fn parts_keeping_the_illegal_marker_assemble_byte_for_byte() {
             encode_table_with(&part, &params)
         })
         .collect();
-    let assembled = assemble_parts(parts).unwrap();
+    let assembled = assemble_parts(parts, whole_slots(&t)).unwrap();
     assert!(
         write_shard(&assembled) == write_shard(&encode_table_with(&t, &params)),
         "the assembled table differs from the whole encoded at once"

@@ -40,7 +40,7 @@ fn join_and_verify(
 ) -> Result<(EncodedTable, TableCounts)> {
     let encoded = match parts.len() {
         1 => parts.pop().expect("one part"),
-        _ => codec::assemble_parts(parts)?,
+        _ => codec::assemble_parts(parts, SlotRange::whole(&id.signature))?,
     };
     let started = std::time::Instant::now();
     let counts = solver::verify_blocks(&EncodedBlocks::new(&encoded)?, legal, deps, progress)?;

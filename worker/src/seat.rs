@@ -230,7 +230,7 @@ pub(crate) fn solve_seat(
     parts.sort_by_key(|p| p.header.slots.start);
     let encoded = match parts.len() {
         1 => parts.pop().expect("one part"),
-        _ => codec::assemble_parts(parts)?,
+        _ => codec::assemble_parts(parts, slots)?,
     };
     let started = std::time::Instant::now();
     let (seat, seats) = (job.seat.seat, job.seat.seats);

@@ -1,25 +1,30 @@
-//! Joining the parts of a table (runs of whole pawn slices, solved and encoded apart) into the
-//! whole table, byte for byte as encoding it at once would give.
+//! Joining the parts of a table (runs of whole pawn slices, or groups of a job's slots, solved
+//! and encoded apart) into the whole table or a larger part of it, byte for byte as encoding it
+//! at once would give.
 
 use super::decode::{BlockDecoder, raw_block};
 use super::error::CodecError;
-use super::header::{BlockInfo, EncodedTable, FORMAT_VERSION, TableHeader};
+use super::header::{BlockInfo, EncodedTable, FORMAT_VERSION, PART_FORMAT_VERSION, TableHeader};
 use super::layout::{Filler, ILLEGAL, ValueLayout, block_bytes};
 use xiangqi::Color;
 use xqtb_core::{SlotRange, TableCounts};
 
-/// Joins the parts of one table, in slot order and covering every slot, into the whole table:
+/// Joins the parts of one table, in slot order and covering the slots `slots` exactly (all of
+/// the table's, or a part's such as a pawn slice's), into the table or part of those slots:
 /// the blocks concatenated, the counts merged and the values' checksums combined. The result
-/// is byte for byte what [`encode_table`] gives for the whole table solved at once: where the
+/// is byte for byte what [`encode_table`] gives for those slots solved at once: where the
 /// parts' value layouts differ (some need two bytes per value), the one-byte blocks are
 /// widened, which is what encoding the whole would have chosen. The parts' blocks are trusted
 /// as checked ([`check_table`]); only the parts' agreement is checked here.
 ///
 /// [`encode_table`]: super::encode_table
 /// [`check_table`]: super::check_table
-pub fn assemble_parts(parts: Vec<EncodedTable>) -> Result<EncodedTable, CodecError> {
+pub fn assemble_parts(
+    parts: Vec<EncodedTable>,
+    slots: SlotRange,
+) -> Result<EncodedTable, CodecError> {
     let headers: Vec<TableHeader> = parts.iter().map(|p| p.header.clone()).collect();
-    let mut assembly = PartAssembler::new(&headers)?;
+    let mut assembly = PartAssembler::new(&headers, slots)?;
     let mut blocks: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
     for p in parts {
         assembly.start_part(&p.header);
@@ -43,8 +48,8 @@ pub fn assemble_parts(parts: Vec<EncodedTable>) -> Result<EncodedTable, CodecErr
 /// [`assemble_parts`] one block at a time, for a store that joins the parts of a table of any
 /// size in bounded memory: [`PartAssembler::new`] checks that the parts' headers join, then
 /// for each part in slot order [`PartAssembler::start_part`] and its blocks, side by side and
-/// in order, through [`PartAssembler::block`] (which hands back each block as the whole table
-/// stores it), and [`PartAssembler::finish`] gives the whole table's header.
+/// in order, through [`PartAssembler::block`] (which hands back each block as the joined
+/// table stores it), and [`PartAssembler::finish`] gives the joined table's header.
 pub struct PartAssembler {
     template: TableHeader,
     layout: ValueLayout,
@@ -57,14 +62,14 @@ pub struct PartAssembler {
 
 impl PartAssembler {
     /// Checks that the parts with headers `parts` (in slot order) were encoded alike and cover
-    /// their table exactly, and picks the whole table's value layout.
-    pub fn new(parts: &[TableHeader]) -> Result<PartAssembler, CodecError> {
+    /// the slots `slots` of their table exactly, and picks the joined table's value layout.
+    pub fn new(parts: &[TableHeader], slots: SlotRange) -> Result<PartAssembler, CodecError> {
         let h0 = parts
             .first()
             .ok_or_else(|| CodecError::BadHeader("no parts to assemble".into()))?;
         let sig = h0.signature;
         let mismatch = |m: String| CodecError::Inconsistent(sig, m);
-        let mut next = 0u64;
+        let mut next = slots.start;
         for h in parts {
             let same = (
                 h.signature,
@@ -99,9 +104,9 @@ impl PartAssembler {
             }
             next = h.slots.end;
         }
-        if next != h0.index_size {
+        if next != slots.end || slots.end > h0.index_size {
             return Err(mismatch(format!(
-                "the parts end at slot {next} of {}",
+                "the parts end at slot {next}, not at the end of slots {slots} ({} in all)",
                 h0.index_size
             )));
         }
@@ -122,7 +127,10 @@ impl PartAssembler {
             return Err(mismatch("the parts' value layouts cannot be joined".into()));
         };
         Ok(PartAssembler {
-            template: h0.clone(),
+            template: TableHeader {
+                slots,
+                ..h0.clone()
+            },
             layout,
             counts: TableCounts::default(),
             crc: [crc32fast::Hasher::new(), crc32fast::Hasher::new()],
@@ -196,15 +204,15 @@ impl PartAssembler {
         Ok(out)
     }
 
-    /// The whole table's header, once every part's blocks have been through
+    /// The joined table's header, once every part's blocks have been through
     /// [`PartAssembler::block`].
     pub fn finish(self) -> Result<TableHeader, CodecError> {
         let h0 = self.template;
         let header = TableHeader {
-            format_version: FORMAT_VERSION,
-            slots: SlotRange {
-                start: 0,
-                end: h0.index_size,
+            format_version: if h0.is_part() {
+                PART_FORMAT_VERSION
+            } else {
+                FORMAT_VERSION
             },
             layout: self.layout,
             counts: self.counts,
