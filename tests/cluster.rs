@@ -112,16 +112,24 @@ fn run_ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The shard of `sig` as `xqtb solve` alone produces it.
+/// The shard of `sig` as `xqtb solve` alone produces it, solving `sigs` first.
 fn solo_shard(dir: &TempDir, sigs: &[&str], sig: &str) -> Vec<u8> {
+    solo_shard_under(dir, sigs, sig, &[])
+}
+
+/// [`solo_shard`] with `flags` (such as the rule set) given to the solve and the export.
+fn solo_shard_under(dir: &TempDir, sigs: &[&str], sig: &str, flags: &[&str]) -> Vec<u8> {
     let data = dir.path("solo").display().to_string();
     if !dir.path("solo").exists() {
         let mut args = vec!["solve", "--data", &data, "--threads", "2"];
         args.extend_from_slice(sigs);
+        args.extend_from_slice(flags);
         run_ok(&args);
     }
     let out = dir.path(&format!("{sig}.solo.xqtb")).display().to_string();
-    run_ok(&["export", sig, "-o", &out, "--data", &data]);
+    let mut args = vec!["export", sig, "-o", &out, "--data", &data];
+    args.extend_from_slice(flags);
+    run_ok(&args);
     std::fs::read(out).unwrap()
 }
 
@@ -1183,31 +1191,10 @@ fn shared_table_survives_a_killed_seat(seat: usize) {
         "{}",
         c.log()
     );
-    let data = dir.path("solo").display().to_string();
-    run_ok(&[
-        "solve",
-        "--data",
-        &data,
-        "--rules",
-        "cycles-are-draws",
-        "--threads",
-        "2",
-        "KRvKN",
-    ]);
-    let out = dir.path("KRvKN.solo.xqtb").display().to_string();
-    run_ok(&[
-        "export",
-        "KRvKN",
-        "-o",
-        &out,
-        "--data",
-        &data,
-        "--rules",
-        "cycles-are-draws",
-    ]);
     let remote = rt.block_on(download(port, "KRvKN"));
+    let cad = ["--rules", "cycles-are-draws"];
     assert!(
-        remote == std::fs::read(out).unwrap(),
+        remote == solo_shard_under(&dir, &["KRvKN"], "KRvKN", &cad),
         "the shared table differs from xqtb solve's"
     );
 }
@@ -1362,23 +1349,8 @@ fn a_worker_short_of_memory_keeps_states_on_disk_and_equals_a_local_solve() {
         .unwrap_or_else(|| panic!("{log}"));
     assert!(done.contains("states_on_disk=true"), "{done}");
     let remote = rt.block_on(download(port, "KRNvKR"));
-    let data = dir.path("solo").display().to_string();
-    run_ok(&[
-        "solve",
-        "KRNvKR",
-        cad[0],
-        cad[1],
-        "--data",
-        &data,
-        "--threads",
-        "2",
-    ]);
-    let out = dir.path("KRNvKR.solo.xqtb").display().to_string();
-    run_ok(&[
-        "export", "KRNvKR", "-o", &out, "--data", &data, cad[0], cad[1],
-    ]);
     assert!(
-        remote == std::fs::read(out).unwrap(),
+        remote == solo_shard_under(&dir, &["KRNvKR"], "KRNvKR", &cad),
         "the table solved with its states on disk differs from xqtb solve's"
     );
 }
@@ -1704,26 +1676,10 @@ fn shared_pawn_slices_equal_a_local_solve() {
             .any(|l| l.contains("job leased") && l.contains("KRPvKA") && l.contains("seats=2")),
         "no slice of KRPvKA was shared: {log}"
     );
-    let data = dir.path("solo").display().to_string();
-    let rules = ["--rules", "cycles-are-draws"];
-    run_ok(
-        &[
-            &["solve", "--data", &data, "--threads", "2", "KRPvKA"],
-            &rules[..],
-        ]
-        .concat(),
-    );
-    let out = dir.path("KRPvKA.solo.xqtb").display().to_string();
-    run_ok(
-        &[
-            &["export", "KRPvKA", "-o", &out, "--data", &data],
-            &rules[..],
-        ]
-        .concat(),
-    );
     let remote = rt.block_on(download(port, "KRPvKA"));
+    let cad = ["--rules", "cycles-are-draws"];
     assert!(
-        remote == std::fs::read(out).unwrap(),
+        remote == solo_shard_under(&dir, &["KRPvKA"], "KRPvKA", &cad),
         "the table of shared slices differs from xqtb solve's"
     );
 }

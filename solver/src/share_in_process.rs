@@ -226,23 +226,11 @@ mod tests {
         (id, tables, whole)
     }
 
-    /// Solves the whole table `id` with `workers` workers sharing it as `run` says, each
-    /// worker's scratch from `scratch_for`; checks that every worker handed parts, in slot
-    /// order, and that they are `whole`'s, bit for bit, and cover it. Returns the traffic.
-    fn shared_equals_whole(
-        id: TableId,
-        tables: &MemoryTables,
-        whole: &Table,
-        workers: usize,
-        run: SharedRun,
-        scratch_for: &(dyn Fn(usize, usize) -> std::io::Result<Box<dyn Scratch>> + Sync),
-    ) -> Vec<crate::PassTraffic> {
-        let slots = SlotRange::whole(&id.signature);
-        shared_equals_memory(id, slots, tables, whole, workers, run, scratch_for)
-    }
-
-    /// [`shared_equals_whole`] for the job of `slots` of table `id` (a pawn slice: `tables`
-    /// holds the table whole, where its advances lead).
+    /// Solves the slots `slots` of table `id` (all of them, or a pawn slice's: `tables` holds
+    /// the table whole, where its advances lead) with `workers` workers sharing the job as
+    /// `run` says, each worker's scratch from `scratch_for`; checks that every worker handed
+    /// parts, in slot order, and that they are `whole`'s, bit for bit, and cover the job.
+    /// Returns the traffic.
     fn shared_equals_memory(
         id: TableId,
         slots: SlotRange,
@@ -285,6 +273,11 @@ mod tests {
         traffic
     }
 
+    /// Every slot of table `id`.
+    fn all(id: TableId) -> SlotRange {
+        SlotRange::whole(&id.signature)
+    }
+
     fn memory_scratch(_: usize, _: usize) -> std::io::Result<Box<dyn Scratch>> {
         Ok(Box::new(MemoryScratch::default()))
     }
@@ -305,8 +298,15 @@ mod tests {
                     threads: 1,
                     replacements: 0,
                 };
-                let traffic =
-                    shared_equals_whole(id, &tables, &whole, workers, run, &memory_scratch);
+                let traffic = shared_equals_memory(
+                    id,
+                    all(id),
+                    &tables,
+                    &whole,
+                    workers,
+                    run,
+                    &memory_scratch,
+                );
                 crate::retrograde::WINDOW.store(crate::level_state::MAX_WINDOW, Relaxed);
                 let start = traffic.iter().find(|t| t.pass == Pass::Start).unwrap();
                 assert!(start.words > 0 && start.bytes > 0, "{sig}: {start:?}");
@@ -446,7 +446,7 @@ mod tests {
             };
             Ok(Box::new(Failing::new(fail_at)))
         };
-        shared_equals_whole(id, &tables, &whole, 3, run, &failing);
+        shared_equals_memory(id, all(id), &tables, &whole, 3, run, &failing);
         assert!(
             attempts.lock().unwrap().contains(&(1, 1)),
             "worker 1 was not replaced"
