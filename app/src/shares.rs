@@ -156,6 +156,8 @@ struct State {
     /// Each seat lease (seat 0's included): its job and seat.
     seats: HashMap<String, (JobKey, usize)>,
     next_lease: u64,
+    /// Sessions opened so far: each numbers its log file.
+    sessions_opened: u64,
 }
 
 /// The coordinator's shared jobs. Where the scheduler's lock is also taken, it is taken first.
@@ -246,8 +248,8 @@ impl Shares {
         if state.sessions.remove(&key).is_some() {
             state.seats.retain(|_, (k, _)| *k != key);
         }
-        state.next_lease += 1;
-        let relay = self.relay(state.next_lease, seat.seats);
+        state.sessions_opened += 1;
+        let relay = self.relay(state.sessions_opened, seat.seats);
         let mut holders: Vec<Holder> = (0..seat.seats).map(|_| Holder::Open).collect();
         holders[0] = Holder::Held(job_lease.clone());
         state.seats.insert(job_lease.id.clone(), (key, 0));
