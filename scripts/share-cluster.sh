@@ -6,6 +6,8 @@
 # /tmp/share-cluster): where the logs go. Every worker registers before the table is submitted,
 # so that it is shared by all W. Prints the wall time, each process's wall, CPU and peak RSS
 # (/usr/bin/time), and the downloaded shard's SHA-256.
+# SHARE_BY=N shares by N instead of W (1: the W workers solve the jobs alone, a baseline);
+# COORDINATOR_ARGS adds coordinator flags (e.g. "--slice-from-entries 0" for pawn slices).
 set -euo pipefail
 B=$(realpath "$1"); DEPS=$2; SIG=$3; W=$4; OUT=${5:-/tmp/share-cluster}
 PORT=$((7400 + W))
@@ -13,7 +15,8 @@ SERVER=http://127.0.0.1:$PORT
 rm -rf "$OUT"; mkdir -p "$OUT"; cp -r "$DEPS" "$OUT/coord"; cd "$OUT"
 RUST_LOG=info NO_COLOR=1 /usr/bin/time -f "coordinator %e s wall %U+%S s cpu %M KB" \
   "$B" coordinator --listen 127.0.0.1:$PORT --data coord --rules cycles-are-draws \
-  --share-by "$W" --share-from-entries 1 --lease-ttl-secs 60 --sample-percent 0.1 \
+  --share-by "${SHARE_BY:-$W}" --share-from-entries 1 --lease-ttl-secs 60 --sample-percent 0.1 \
+  ${COORDINATOR_ARGS:-} \
   > coord.out 2> coord.log &
 sleep 2
 for i in $(seq 1 "$W"); do
@@ -23,7 +26,7 @@ done
 sleep 3
 start=$(date +%s.%N)
 "$B" submit "$SIG" --rules cycles-are-draws --server $SERVER > submit.out
-until "$B" status --server $SERVER > status.txt 2>&1 && grep -q "^  $SIG .*finished" status.txt; do
+until "$B" status --server $SERVER > status.txt 2>&1 && grep -q "^  $SIG  *finished" status.txt; do
   grep -A1 "^  $SIG " status.txt >> status.log || true
   sleep 10
 done
@@ -34,6 +37,6 @@ pkill -INT -f "^$B worker --coordinator $SERVER" || true
 sleep 3
 pkill -INT -f "^$B coordinator --listen 127.0.0.1:$PORT" || true
 wait
-echo "$SIG shared by $W: submit to finished $(echo "$end - $start" | bc) s"
+echo "$SIG on $W workers, shared by ${SHARE_BY:-$W}: submit to finished $(echo "$end - $start" | bc) s"
 for f in coord.log w*.log; do tail -1 "$f"; done
 sha256sum dl/*.xqtb
