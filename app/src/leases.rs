@@ -143,8 +143,8 @@ impl App {
             return Err(ShareError::NoSeat(lease_id.to_string()).into());
         }
         let now = now_ms();
-        // A seat's heartbeat renews its own lease and the job's: the job's attempt goes on while
-        // any of its seats is held. Seat 0 reports the job's progress.
+        // A seat's heartbeat renews its own lease; seat 0's reports the job's progress too (the
+        // job's lease is the coordinator's to keep: `tick`).
         let seat = self.shares.renew(lease_id, now, self.lease_ttl_ms);
         let (job_lease, job_progress) = match &seat {
             Some(r) => (r.job_lease.as_str(), (r.seat == 0).then_some(progress)),
@@ -153,7 +153,7 @@ impl App {
         // Persisting the renewed expiry lets a restarted coordinator honour the lease.
         let result = self
             .jobs
-            .change(|s| match s.heartbeat(job_lease, job_progress, now) {
+            .change(|s| match s.heartbeat(job_lease, job_progress, now, 1) {
                 Ok((expires, record)) => Ok((Ok(expires), vec![record])),
                 Err(e) => Ok((Err(e), Vec::new())),
             })?;
@@ -209,22 +209,46 @@ impl App {
         Ok(())
     }
 
-    /// Returns expired leases to the queue and refreshes the gauges; the server calls it on a
-    /// timer, so expiry does not depend on anyone asking for the status.
-    pub fn tick(&self) -> Result<usize, AppError> {
-        let expired = self.jobs.change(|s| {
-            let expired = s.expire(now_ms());
-            Ok((expired.clone(), expired))
-        })?;
+    /// Opens the seats whose leases expired by `now` and ends the sessions whose job's attempt
+    /// ended; fails the attempts of jobs whose seats failed too often.
+    fn expire_seats(&self, now: u64) -> Result<(), AppError> {
         let given_up = {
             let s = self.jobs.lock();
             self.shares
-                .expire(now_ms(), |lease| s.leased_job(lease).is_some())
+                .expire(now, |lease| s.leased_job(lease).is_some())
         };
         for job in given_up {
             self.give_up_shared(Some(job))?;
         }
+        Ok(())
+    }
+
+    /// Returns expired leases to the queue and refreshes the gauges; the server calls it on a
+    /// timer, so expiry does not depend on anyone asking for the status.
+    pub fn tick(&self) -> Result<usize, AppError> {
+        let now = now_ms();
+        self.expire_seats(now)?;
+        // A shared job keeps its attempt whoever holds its seats, even none for a while: the
+        // coordinator's log holds what a worker needs to take a seat over. Its lease is
+        // renewed for two TTLs once less than one is left, so that it never ends between two
+        // ticks (and is written to the store about once a TTL).
+        let shared = self.shares.job_leases();
+        let ttl = self.lease_ttl_ms;
+        let expired = self.jobs.change(|s| {
+            let expired = s.expire(now);
+            let mut changed = expired.clone();
+            for lease in &shared {
+                if s.lease_expiry(lease).is_some_and(|e| e < now + ttl)
+                    && let Ok((_, record)) = s.heartbeat(lease, None, now, 2)
+                {
+                    changed.push(record);
+                }
+            }
+            Ok((expired, changed))
+        })?;
         if !expired.is_empty() {
+            // The sessions of the jobs whose attempt just ended go with it.
+            self.expire_seats(now)?;
             metrics::counter!("xqtb_lease_expiries_total").increment(expired.len() as u64);
             for r in &expired {
                 if let Some(w) = r.last_error.as_deref() {
@@ -252,7 +276,76 @@ impl App {
 #[cfg(test)]
 mod tests {
     use crate::app::tests::empty_app;
+    use crate::scheduler::{JobState, SchedulerConfig};
+    use crate::{Access, App, Sharing};
+    use std::sync::Arc;
+    use storage_format::store::SledStore;
     use xqtb_core::{JobKey, RuleSet, TableId};
+
+    /// A shared job whose every seat falls silent keeps its attempt: the seats open again, the
+    /// coordinator keeps the job's lease while they wait, and the next workers take them over.
+    #[test]
+    fn a_shared_job_keeps_its_attempt_while_its_seats_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SledStore::open(dir.path()).unwrap());
+        let ttl = 200;
+        let config = SchedulerConfig {
+            lease_ttl_ms: ttl,
+            ..SchedulerConfig::default()
+        };
+        let sharing = Sharing {
+            workers: 2,
+            from_entries: 0,
+            max_replacements: 4,
+        };
+        let app = App::open(store, Access::default(), config, RuleSet::CyclesAreDraws)
+            .unwrap()
+            .with_sharing(sharing, None);
+        // KRvKN, large enough for two seats; its dependencies taken as committed.
+        let krkn = TableId::new(RuleSet::CyclesAreDraws, "KRvKN".parse().unwrap());
+        app.submit(&[krkn]).unwrap();
+        app.jobs
+            .change(|s| {
+                let changed = krkn
+                    .dependencies()
+                    .iter()
+                    .flat_map(|d| s.mark_finished(d, 0))
+                    .collect();
+                Ok(((), changed))
+            })
+            .unwrap();
+        let a = app.register("a", 1, None, "test").worker_id;
+        let b = app.register("b", 1, None, "test").worker_id;
+        let first = app.lease(&a, 0).unwrap();
+        let (job_lease, seat) = (first.grant.unwrap().lease.id, first.seat.unwrap());
+        assert_eq!((seat.seat, seat.seats), (0, 2));
+        let second = app.lease(&b, 0).unwrap();
+        assert_eq!(second.seat.unwrap().seat, 1);
+        // Neither worker is heard from again, for several TTLs.
+        for _ in 0..8 {
+            std::thread::sleep(std::time::Duration::from_millis(ttl / 2));
+            app.tick().unwrap();
+        }
+        let attempts = |app: &App| {
+            let jobs = app.jobs.lock();
+            let job = jobs.jobs().find(|j| j.key == JobKey::whole(krkn)).unwrap();
+            (job.state, job.attempts)
+        };
+        assert_eq!(attempts(&app), (JobState::Leased, 1), "the attempt goes on");
+        assert!(
+            app.heartbeat(&a, &job_lease, 0.5, "levels").is_err(),
+            "a lost its seat"
+        );
+        // Two new workers take the seats over, in the same attempt.
+        for (w, want) in [("c", 0), ("d", 1)] {
+            let w = app.register(w, 1, None, "test").worker_id;
+            let got = app.lease(&w, 0).unwrap();
+            let grant = got.grant.unwrap();
+            assert_eq!((got.seat.unwrap().seat, grant.attempt), (want, 1));
+            assert!(app.heartbeat(&w, &grant.lease.id, 0.5, "levels").is_ok());
+        }
+        assert_eq!(attempts(&app), (JobState::Leased, 1));
+    }
 
     #[test]
     fn what_a_worker_holds_between_jobs_is_not_counted_as_free_for_a_job() {

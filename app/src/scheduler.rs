@@ -623,19 +623,21 @@ impl Scheduler {
         Ok((key, self.jobs.get_mut(&key).expect("leased job")))
     }
 
-    /// Renews a lease and records progress, if given (a shared job's seats other than the
-    /// first keep its lease alive without reporting its progress). Returns the new expiry.
+    /// Renews a lease for `ttls` lease TTLs and records progress, if given (a shared job's
+    /// seats other than the first keep its lease alive without reporting its progress).
+    /// Returns the new expiry.
     pub fn heartbeat(
         &mut self,
         lease_id: &str,
         progress: Option<f64>,
         now_ms: u64,
+        ttls: u64,
     ) -> Result<(u64, JobRecord), LeaseError> {
         self.expire(now_ms);
         let ttl = self.config.lease_ttl_ms;
         let (_, job) = self.leased_mut(lease_id)?;
         let lease = job.lease.as_mut().expect("leased");
-        lease.expires_at_ms = now_ms + ttl;
+        lease.expires_at_ms = lease.expires_at_ms.max(now_ms + ttls * ttl);
         if let Some(progress) = progress {
             job.progress = progress.clamp(0.0, 1.0);
         }
@@ -664,6 +666,12 @@ impl Scheduler {
     /// The job `lease_id` is for, if the lease is current.
     pub fn leased_job(&self, lease_id: &str) -> Option<JobKey> {
         self.leases.get(lease_id).copied()
+    }
+
+    /// When `lease_id` expires, if it is current.
+    pub fn lease_expiry(&self, lease_id: &str) -> Option<u64> {
+        let key = self.leases.get(lease_id)?;
+        self.jobs[key].lease.as_ref().map(|l| l.expires_at_ms)
     }
 
     /// The worker holding `lease_id`, if the lease is current.
@@ -784,7 +792,7 @@ mod tests {
         let mut s = scheduler();
         s.plan(&[sig("KRvK")], |_| false);
         let g = s.lease("w1", None, 0).0.unwrap();
-        assert!(s.heartbeat(&g.lease.id, Some(0.5), 900).is_ok());
+        assert!(s.heartbeat(&g.lease.id, Some(0.5), 900, 1).is_ok());
         // Renewed at 900: still valid at 1800, expired at 1900.
         assert!(s.check_upload(&g.lease.id, &job("KRvK"), 1800).is_ok());
         let g2 = s
@@ -840,7 +848,7 @@ mod tests {
             persisted,
             "u".into(),
         );
-        assert!(s2.heartbeat(&g.lease.id, Some(0.1), 10).is_ok());
+        assert!(s2.heartbeat(&g.lease.id, Some(0.1), 10, 1).is_ok());
         assert_eq!(s2.job(&job("KNvK")).unwrap().state, JobState::Finished);
         s2.fail(&g.lease.id, "again").unwrap();
         assert_eq!(s2.job(&job("KRvK")).unwrap().state, JobState::Failed);

@@ -2,14 +2,13 @@
 //! and the relay of their updates (docs/scaling.md, "One table on several workers").
 //!
 //! The scheduler knows a shared job as one job under one lease, the *job's lease*: the lease
-//! it granted the worker that took seat 0 first. Every seat's worker keeps that lease alive
-//! with its heartbeats, so the job's attempt goes on while any seat is held; its upload, its
-//! failure past the replacements allowed, or every seat falling silent end the attempt as for
-//! any job, and this job's session with it. The seats are leases kept here (seat 0's first
-//! lease is the job's): a seat whose worker fails or goes silent, seat 0's included, is opened
-//! again, and the next worker to ask for a job takes it under a lease of its own and catches
-//! up from the session's log ([`solver::Relay`]), while the others wait in the pass they
-//! reached. After the levels each seat hands its parts of the table to the others
+//! it granted the worker that took seat 0 first. The coordinator keeps that lease current
+//! while the job's session goes on, whoever holds its seats, since its log holds what a worker
+//! needs to take a seat over: its upload or its failure past the replacements allowed end the
+//! attempt, and the session with it. The seats are leases kept here (seat 0's first lease is
+//! the job's): a seat whose worker fails or goes silent, seat 0's included, is opened again,
+//! and the next worker to ask for a job takes it under a lease of its own and catches up from
+//! the session's log ([`solver::Relay`]), while the others wait in the pass they reached. After the levels each seat hands its parts of the table to the others
 //! ([`solver::Pass::Parts`]), joins the table and verifies its own groups' entries of it
 //! ([`solver::Pass::Verified`]); its seat is then done, and seat 0's worker uploads the table
 //! under the job's lease.
@@ -333,6 +332,18 @@ impl Shares {
             }
             _ => None,
         }
+    }
+
+    /// The job's leases of the shared jobs in progress, which the coordinator keeps current
+    /// ([`crate::App::tick`]) while their sessions go on.
+    pub(crate) fn job_leases(&self) -> Vec<String> {
+        let state = self.lock();
+        state
+            .sessions
+            .values()
+            .filter(|s| s.relay.abandoned().is_none())
+            .map(|s| s.job_lease.clone())
+            .collect()
     }
 
     /// Whether `lease_id` is the job's lease of a shared job in progress whose seat 0 its
