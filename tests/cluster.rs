@@ -1199,6 +1199,79 @@ fn shared_table_survives_a_killed_seat(seat: usize) {
     );
 }
 
+/// A coordinator stopped (SIGKILL) in the middle of a shared table resumes its session: the
+/// seats wait for workers, which catch up from the log the coordinator kept on its disk, and
+/// the table is committed in the same attempt, equal to `xqtb solve`'s.
+#[test]
+fn a_shared_table_survives_a_restarted_coordinator() {
+    let dir = TempDir::new("shared-restart");
+    let port = free_port();
+    let args = [
+        "--rules",
+        "cycles-are-draws",
+        "--share-by",
+        "2",
+        "--share-from-entries",
+        "600000",
+        "--lease-ttl-secs",
+        "2",
+    ];
+    let mut c = coordinator(&dir, port, &args);
+    // Seat 1 stops before ending its sixth pass, which holds the table there.
+    let stall = ["--threads", "1", "--debug-stall-seat-at-pass", "1:5"];
+    let mut x = worker(&dir, port, "x", &stall);
+    let mut y = worker(&dir, port, "y", &stall);
+    let rt = rt();
+    rt.block_on(wait_until(
+        port,
+        "both workers",
+        Duration::from_secs(60),
+        |s| s.workers.len() >= 2,
+    ));
+    let server = format!("http://127.0.0.1:{port}");
+    run_ok(&["submit", "KRvKN", "--server", &server]);
+    let shared = |s: &StatusResponse| -> Option<ShareStatus> {
+        let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN")?;
+        job.share.clone()
+    };
+    let s = rt.block_on(wait_until(
+        port,
+        "the hung seat at its pass",
+        Duration::from_secs(120),
+        |s| shared(s).is_some_and(|sh| sh.pass == "win 3"),
+    ));
+    let hung = shared(&s).unwrap().seat_workers[1].clone();
+    c.kill();
+    // The hung worker goes too; the other one finds its seat gone and asks again.
+    match hung.ends_with("-x") {
+        true => x.kill(),
+        false => y.kill(),
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let c = coordinator(&dir, port, &args);
+    let mut z = worker(&dir, port, "z", &["--threads", "1", "--exit-when-done"]);
+    let s = rt.block_on(wait_until(
+        port,
+        "the shared table",
+        Duration::from_secs(300),
+        all_finished,
+    ));
+    assert!(z.wait_exit(Duration::from_secs(60)), "{}", z.log());
+    assert!(
+        c.log().contains("a shared job's session resumed"),
+        "{}",
+        c.log()
+    );
+    let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN").unwrap();
+    assert_eq!(job.attempts, 1, "the job's attempt went on: {job:?}");
+    let remote = rt.block_on(download(port, "KRvKN"));
+    let cad = ["--rules", "cycles-are-draws"];
+    assert!(
+        remote == solo_shard_under(&dir, &["KRvKN"], "KRvKN", &cad),
+        "the shared table differs from xqtb solve's"
+    );
+}
+
 /// `download` without `--rules` fetches the tables of the coordinator's default rule set and
 /// finds them again under their names: a repeated download keeps every file.
 #[test]

@@ -80,7 +80,7 @@ impl App {
             entries_at_start,
             last_trim: Mutex::new(Instant::now()),
             searches: Searches::new(),
-            shares: Shares::new(Sharing::default(), None),
+            shares: Shares::new(Sharing::default(), None, None),
             lease_ttl_ms: config.lease_ttl_ms,
             lease_prefix: format!("{:x}", crate::jobs::now_ms()),
             access,
@@ -99,10 +99,35 @@ impl App {
 
     /// Shares jobs between workers as `sharing` says (none is shared until called), keeping
     /// each shared job's log, once every seat took a pass, in a file in `log_dir` (`None`: in
-    /// memory).
-    pub fn with_sharing(mut self, sharing: Sharing, log_dir: Option<std::path::PathBuf>) -> App {
-        self.shares = Shares::new(sharing, log_dir);
-        self
+    /// memory). With a log on disk the sessions are recorded in the store, and those a
+    /// coordinator that stopped left are resumed: their seats wait for workers, which catch up
+    /// from the log, in the same attempt.
+    pub fn with_sharing(
+        mut self,
+        sharing: Sharing,
+        log_dir: Option<std::path::PathBuf>,
+    ) -> Result<App, AppError> {
+        let records = match log_dir {
+            Some(_) => Some(self.store.records("share-sessions")?),
+            None => None,
+        };
+        self.shares = Shares::new(sharing, log_dir, records);
+        let resumed = {
+            let s = self.jobs.lock();
+            self.shares.resume(|lease| s.leased_job(lease).is_some())
+        };
+        // The coordinator may have been stopped for longer than a lease lasts: the resumed
+        // jobs' leases start afresh, as the tick keeps them (`App::tick`).
+        let now = crate::jobs::now_ms();
+        self.jobs.change(|s| {
+            let renewed = resumed
+                .iter()
+                .filter_map(|lease| s.renew(lease, None, now, 2).ok())
+                .map(|(_, record)| record)
+                .collect();
+            Ok(((), renewed))
+        })?;
+        Ok(self)
     }
 
     /// What keeps one client from holding the server.

@@ -239,7 +239,7 @@ impl App {
             let mut changed = expired.clone();
             for lease in &shared {
                 if s.lease_expiry(lease).is_some_and(|e| e < now + ttl)
-                    && let Ok((_, record)) = s.heartbeat(lease, None, now, 2)
+                    && let Ok((_, record)) = s.renew(lease, None, now, 2)
                 {
                     changed.push(record);
                 }
@@ -300,7 +300,8 @@ mod tests {
         };
         let app = App::open(store, Access::default(), config, RuleSet::CyclesAreDraws)
             .unwrap()
-            .with_sharing(sharing, None);
+            .with_sharing(sharing, None)
+            .unwrap();
         // KRvKN, large enough for two seats; its dependencies taken as committed.
         let krkn = TableId::new(RuleSet::CyclesAreDraws, "KRvKN".parse().unwrap());
         app.submit(&[krkn]).unwrap();

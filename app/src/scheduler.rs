@@ -75,7 +75,7 @@ pub struct JobRecord {
 
 /// The JSON form of a job key: `{"rules": "cycles-are-draws", "signature": "KRvK", "slots":
 /// [0, 4050]}`.
-mod key_serde {
+pub(crate) mod key_serde {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use xqtb_core::{JobKey, SlotRange, TableId};
 
@@ -634,6 +634,19 @@ impl Scheduler {
         ttls: u64,
     ) -> Result<(u64, JobRecord), LeaseError> {
         self.expire(now_ms);
+        self.renew(lease_id, progress, now_ms, ttls)
+    }
+
+    /// [`Scheduler::heartbeat`] without first ending the leases expired by `now_ms`: the
+    /// coordinator keeping a lease it holds for a job (a shared job's, also one resumed after a
+    /// restart that took longer than a lease lasts).
+    pub fn renew(
+        &mut self,
+        lease_id: &str,
+        progress: Option<f64>,
+        now_ms: u64,
+        ttls: u64,
+    ) -> Result<(u64, JobRecord), LeaseError> {
         let ttl = self.config.lease_ttl_ms;
         let (_, job) = self.leased_mut(lease_id)?;
         let lease = job.lease.as_mut().expect("leased");

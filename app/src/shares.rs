@@ -12,14 +12,20 @@
 //! ([`solver::Pass::Parts`]), joins the table and verifies its own groups' entries of it
 //! ([`solver::Pass::Verified`]); its seat is then done, and seat 0's worker uploads the table
 //! under the job's lease.
+//!
+//! With the log on disk each session is also recorded in the store, and a restarted
+//! coordinator resumes it ([`Shares::resume`]): the seats open, the relay rebuilt from the
+//! log's index.
 
-use crate::scheduler::Lease;
+use crate::scheduler::{JobRecord, Lease};
 use crate::share_log::FileLog;
 use futures_channel::oneshot;
+use serde::{Deserialize, Serialize};
 use solver::{Pass, Relay, RelayBatch, RelayError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use storage_format::store::RecordTree;
 use xqtb_core::{JobKey, RuleSet, TableId};
 
 /// How the coordinator shares jobs between workers (`xqtb coordinator --share-by`).
@@ -133,6 +139,38 @@ struct Session {
     /// Calls waiting for a pass to be complete.
     waiters: Vec<(Pass, oneshot::Sender<()>)>,
     replacements: u32,
+    /// The number of its log's files ([`FileLog`]).
+    log: u64,
+}
+
+/// What a restarted coordinator needs of a session besides its log: kept in the store while
+/// the session goes on, under the job's record name.
+#[derive(Serialize, Deserialize)]
+struct SessionRecord {
+    #[serde(with = "crate::scheduler::key_serde")]
+    key: JobKey,
+    job_lease: String,
+    seats: usize,
+    group_slots: u64,
+    least_bytes: u64,
+    attempt: u32,
+    replacements: u32,
+    log: u64,
+}
+
+impl SessionRecord {
+    fn of(key: JobKey, s: &Session) -> SessionRecord {
+        SessionRecord {
+            key,
+            job_lease: s.job_lease.clone(),
+            seats: s.seat.seats,
+            group_slots: s.seat.group_slots,
+            least_bytes: s.least_bytes,
+            attempt: s.attempt,
+            replacements: s.replacements,
+            log: s.log,
+        }
+    }
 }
 
 impl Session {
@@ -165,6 +203,8 @@ pub(crate) struct Shares {
     /// Where each session's log goes once every seat took a pass ([`FileLog`]); none: it stays
     /// in memory.
     log_dir: Option<PathBuf>,
+    /// Where the sessions are recorded for a restarted coordinator (with a log on disk only).
+    records: Option<RecordTree>,
     state: Mutex<State>,
 }
 
@@ -177,16 +217,101 @@ pub enum PassEnd {
 }
 
 impl Shares {
-    /// The shared jobs under `sharing`, their logs in `log_dir` (emptied of the logs of a
-    /// coordinator that stopped) or in memory.
-    pub(crate) fn new(sharing: Sharing, log_dir: Option<PathBuf>) -> Shares {
-        if let Some(dir) = &log_dir {
-            FileLog::remove_stale(dir);
-        }
+    /// The shared jobs under `sharing`, their logs in `log_dir` or in memory, and the sessions
+    /// recorded in `records` (with a log on disk), none of them resumed yet
+    /// ([`Shares::resume`]).
+    pub(crate) fn new(
+        sharing: Sharing,
+        log_dir: Option<PathBuf>,
+        records: Option<RecordTree>,
+    ) -> Shares {
         Shares {
             sharing,
+            records: records.filter(|_| log_dir.is_some()),
             log_dir,
             state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Resumes the sessions a coordinator that stopped recorded, whose job's lease is still
+    /// current (`is_current`), from their logs: every seat open, to be taken over by the next
+    /// workers, which catch up from the log. Drops the other records and logs. Returns the
+    /// job's leases resumed.
+    pub(crate) fn resume(&self, is_current: impl Fn(&str) -> bool) -> Vec<String> {
+        let Some(dir) = &self.log_dir else {
+            return Vec::new();
+        };
+        let mut state = self.lock();
+        let recorded = match &self.records {
+            Some(tree) => tree.all().unwrap_or_else(|e| {
+                tracing::warn!("reading the shared jobs' records: {e}");
+                Vec::new()
+            }),
+            None => Vec::new(),
+        };
+        let mut resumed = Vec::new();
+        for (name, bytes) in recorded {
+            let session = serde_json::from_slice::<SessionRecord>(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|r| {
+                    if !is_current(&r.job_lease) {
+                        return Err("its job's attempt ended".into());
+                    }
+                    let (log, indexes) = FileLog::open(dir, r.log).map_err(|e| e.to_string())?;
+                    let relay = Relay::resume(r.seats, Box::new(log), &indexes)
+                        .map_err(|e| e.to_string())?;
+                    Ok((r, relay))
+                });
+            let (r, relay) = match session {
+                Ok(s) => s,
+                Err(why) => {
+                    tracing::info!(record = %name, "a shared job's session is not resumed: {why}");
+                    self.forget_record(&name);
+                    continue;
+                }
+            };
+            tracing::info!(job = %r.key, seats = r.seats, pass = ?relay.last_complete(), "a shared job's session resumed: its seats wait for workers");
+            state.sessions_opened = state.sessions_opened.max(r.log);
+            resumed.push(r.job_lease.clone());
+            state.sessions.insert(
+                r.key,
+                Session {
+                    job_lease: r.job_lease,
+                    seat: Seat {
+                        seat: 0,
+                        seats: r.seats,
+                        group_slots: r.group_slots,
+                    },
+                    least_bytes: r.least_bytes,
+                    attempt: r.attempt,
+                    holders: (0..r.seats).map(|_| Holder::Open).collect(),
+                    relay,
+                    waiters: Vec::new(),
+                    replacements: r.replacements,
+                    log: r.log,
+                },
+            );
+        }
+        let keep: Vec<u64> = state.sessions.values().map(|s| s.log).collect();
+        FileLog::remove_stale(dir, &keep);
+        resumed
+    }
+
+    /// Records session `key` for a restarted coordinator (a warning if it cannot).
+    fn record(&self, key: JobKey, session: &Session) {
+        let Some(tree) = &self.records else { return };
+        let bytes = serde_json::to_vec(&SessionRecord::of(key, session)).expect("a record");
+        if let Err(e) = tree.put(&JobRecord::record_name(&key), &bytes) {
+            tracing::warn!(job = %key, "recording a shared job's session: {e}");
+        }
+    }
+
+    /// Drops the record `name` of a session that ended.
+    fn forget_record(&self, name: &str) {
+        if let Some(tree) = &self.records
+            && let Err(e) = tree.remove(name)
+        {
+            tracing::warn!(record = %name, "dropping a shared job's record: {e}");
         }
     }
 
@@ -196,7 +321,7 @@ impl Shares {
         let Some(dir) = &self.log_dir else {
             return Relay::new(seats, true);
         };
-        match FileLog::create(dir, &format!("{n}.log")) {
+        match FileLog::create(dir, n) {
             Ok(log) => Relay::with_store(seats, Box::new(log)),
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), "a shared job's log stays in memory: {e}");
@@ -248,23 +373,24 @@ impl Shares {
             state.seats.retain(|_, (k, _)| *k != key);
         }
         state.sessions_opened += 1;
-        let relay = self.relay(state.sessions_opened, seat.seats);
+        let log = state.sessions_opened;
+        let relay = self.relay(log, seat.seats);
         let mut holders: Vec<Holder> = (0..seat.seats).map(|_| Holder::Open).collect();
         holders[0] = Holder::Held(job_lease.clone());
         state.seats.insert(job_lease.id.clone(), (key, 0));
-        state.sessions.insert(
-            key,
-            Session {
-                job_lease: job_lease.id.clone(),
-                seat,
-                least_bytes,
-                attempt,
-                holders,
-                relay,
-                waiters: Vec::new(),
-                replacements: 0,
-            },
-        );
+        let session = Session {
+            job_lease: job_lease.id.clone(),
+            seat,
+            least_bytes,
+            attempt,
+            holders,
+            relay,
+            waiters: Vec::new(),
+            replacements: 0,
+            log,
+        };
+        self.record(key, &session);
+        state.sessions.insert(key, session);
     }
 
     /// Leases to `worker` an open seat of a shared job it can hold (`memory`: what it can give
@@ -387,6 +513,7 @@ impl Shares {
         session.relay.forget(seat);
         session.holders[seat] = Holder::Open;
         session.replacements += 1;
+        self.record(key, session);
         tracing::warn!(job = %key, seat, replacements = session.replacements, "a seat of a shared job is open again: {why}");
         if session.replacements > max {
             let why = format!(
@@ -421,6 +548,7 @@ impl Shares {
                 s.relay.abandon("the job's lease ended");
                 s.wake(None);
                 state.seats.retain(|_, (k, _)| *k != key);
+                self.forget_record(&JobRecord::record_name(&key));
             }
             state
                 .sessions
@@ -581,6 +709,7 @@ mod tests {
                 max_replacements: 1,
             },
             None,
+            None,
         )
     }
 
@@ -601,6 +730,7 @@ mod tests {
                 from_entries: krkn.entries() + 1,
                 max_replacements: 1,
             },
+            None,
             None,
         );
         assert_eq!(big.seats_for(&krkn, 8), None);
@@ -719,6 +849,66 @@ mod tests {
             Ok(PassEnd::Complete)
         ));
         assert_eq!(s.seat_holder(&g0.lease.id), Some((k, "c".to_string())));
+    }
+
+    /// A session recorded with its log on disk is resumed by a coordinator that starts again
+    /// while its job's lease is current: every seat open in the same attempt, the passes every
+    /// seat took complete (a replacement catches up on them); a session whose job's lease ended
+    /// is dropped with its files.
+    #[test]
+    fn a_restarted_coordinator_resumes_its_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = storage_format::store::SledStore::open(dir.path()).unwrap();
+        let logs = dir.path().join("share-logs");
+        let with_log = || {
+            let records = store.records("share-sessions").unwrap();
+            Shares::new(shares(2).sharing, Some(logs.clone()), Some(records))
+        };
+        let s = with_log();
+        let (k, other) = (
+            key("KRvKN", RuleSet::CyclesAreDraws),
+            key("KRvKR", RuleSet::CyclesAreDraws),
+        );
+        s.open(k, &lease("L0", "a"), s.seats_for(&k, 2).unwrap(), 7, 3);
+        let g = s.take_seat("b", None, 0, 1000, "p").unwrap();
+        s.open(
+            other,
+            &lease("M0", "a"),
+            s.seats_for(&other, 2).unwrap(),
+            7,
+            1,
+        );
+        s.send("L0", Pass::Start, vec![1, 2], 1, 0).unwrap();
+        s.send(&g.lease.id, Pass::Start, vec![3], 1, 0).unwrap();
+        s.end("L0", Pass::Start).unwrap();
+        s.end(&g.lease.id, Pass::Start).unwrap();
+        s.take("L0", Pass::Start).unwrap();
+        s.take(&g.lease.id, Pass::Start).unwrap();
+        std::mem::forget(s); // Stopped: its files stay.
+        let s = with_log();
+        assert_eq!(s.resume(|lease| lease == "L0"), ["L0"]);
+        assert!(s.report(&other).is_none(), "its job's lease ended");
+        assert_eq!(
+            std::fs::read_dir(&logs).unwrap().count(),
+            2,
+            "one log's two files"
+        );
+        let report = s.report(&k).unwrap();
+        assert_eq!(report.seat_workers, [None, None]);
+        assert_eq!(report.pass, Some(Pass::Start));
+        assert!(s.is_retired("L0"), "the seats' workers ask again");
+        let g0 = s.take_seat("c", Some(7), 0, 1000, "q").unwrap();
+        assert_eq!((g0.key, g0.seat.seat, g0.attempt), (k, 0, 3));
+        s.send(&g0.lease.id, Pass::Start, vec![1, 2], 1, 0).unwrap();
+        assert!(matches!(
+            s.end(&g0.lease.id, Pass::Start),
+            Ok(PassEnd::Complete)
+        ));
+        assert_eq!(&*s.take(&g0.lease.id, Pass::Start).unwrap()[0], &[3]);
+        assert_eq!(
+            s.upload_lease(&g0.lease.id),
+            Some(("L0".into(), "c".into()))
+        );
     }
 
     /// Once the verification's pass is complete the seats but the first are done: they hold

@@ -17,7 +17,8 @@ pub fn pass_of(kind: u32, level: u32) -> Result<Pass, AppError> {
         .and_then(|k| Pass::from_tag(k, level))
         .ok_or_else(|| {
             AppError::BadRequest(format!(
-                "pass kind {kind} is none of 0 (start), 1 (win), 2 (mark), 3 (resolve), 4 (parts)"
+                "pass kind {kind} is none of 0 (start), 1 (win), 2 (mark), 3 (resolve), 4 (parts), \
+                 5 (verified)"
             ))
         })
 }

@@ -88,7 +88,7 @@ pub fn simulate(
     slice_from_entries: u64,
     sharing: Sharing,
 ) -> Simulation {
-    let shares = Shares::new(sharing, None);
+    let shares = Shares::new(sharing, None, None);
     let config = SchedulerConfig {
         // No worker dies in a simulation: leases never expire, jobs never fail.
         lease_ttl_ms: 1 << 60,

@@ -66,7 +66,7 @@ impl Coordinator {
                 config.default_rules,
             )?
             .with_limits(config.limits)
-            .with_sharing(config.sharing, Some(config.data.join("share-logs"))),
+            .with_sharing(config.sharing, Some(config.data.join("share-logs")))?,
         );
         if !config.plan.is_empty() {
             app.submit(&config.plan)?;

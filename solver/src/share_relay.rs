@@ -18,6 +18,10 @@
 //! took them; after that only a replacement reads them. With a [`LogStore`] (the coordinator
 //! gives one on its local disk) they move there then, so the relay holds in memory only the
 //! pass in progress and the passes some worker has still to take.
+//!
+//! **Resuming.** With each pass it stores, the relay stores an index of its batches; from those
+//! indexes [`Relay::resume`] makes the relay again (a coordinator that restarted), every stored
+//! pass complete and every worker to be replaced.
 
 use crate::level_share::Pass;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -31,6 +35,9 @@ pub trait LogStore: Send {
     fn put(&mut self, bytes: &[u8]) -> io::Result<LogRef>;
     /// The bytes kept at `at`.
     fn get(&self, at: LogRef) -> io::Result<Arc<[u8]>>;
+    /// Keeps the index of a pass whose batches were all put: the indexes, read back in the
+    /// order they were put, are what [`Relay::resume`] starts from.
+    fn put_index(&mut self, index: &[u8]) -> io::Result<()>;
 }
 
 /// Where a [`LogStore`] kept a batch.
@@ -279,20 +286,8 @@ impl Relay {
             return Ok(false);
         }
         p.complete = true;
-        let t = self.traffic.entry(key(pass)).or_insert(PassTraffic {
-            pass,
-            ..PassTraffic::default()
-        });
-        for b in &p.batches {
-            let recipients = match pass {
-                // A loss level's first pass sends each word to the one owner of its entries.
-                Pass::Mark(_) => u64::from(b.words > 0),
-                _ => workers as u64 - 1,
-            };
-            t.words += b.words;
-            t.bytes += b.bytes.len() * recipients;
-            t.resolved += b.resolved;
-        }
+        let traffic = traffic_of(pass, &p.batches, workers);
+        self.traffic.insert(key(pass), traffic);
         Ok(true)
     }
 
@@ -324,16 +319,56 @@ impl Relay {
         if !self.keep_log {
             self.passes.remove(&k);
         } else if let Some(store) = self.store.as_deref_mut() {
+            let log_error = |e: io::Error| RelayError::Log(e.to_string());
             for b in &mut p.batches {
                 if let Held::Memory(bytes) = &b.bytes {
-                    let at = store
-                        .put(bytes)
-                        .map_err(|e| RelayError::Log(e.to_string()))?;
-                    b.bytes = Held::Stored(at);
+                    b.bytes = Held::Stored(store.put(bytes).map_err(log_error)?);
                 }
             }
+            store
+                .put_index(&encode_index(pass, &p.batches))
+                .map_err(log_error)?;
         }
         Ok(theirs)
+    }
+
+    /// The relay of a job shared by `workers` workers as `store` kept it: the passes of its
+    /// `indexes` ([`LogStore::put_index`], in the order they were put) complete and taken, and
+    /// every worker to be replaced (what was in progress is gone), as after a coordinator's
+    /// restart.
+    pub fn resume(
+        workers: usize,
+        store: Box<dyn LogStore>,
+        indexes: &[Vec<u8>],
+    ) -> Result<Relay, RelayError> {
+        let mut relay = Relay::with_store(workers, store);
+        for index in indexes {
+            let (pass, batches) = decode_index(index).map_err(RelayError::Log)?;
+            if relay.passes.contains_key(&key(pass)) {
+                return Err(RelayError::Log(format!("{pass:?} is indexed twice")));
+            }
+            if let Some(b) = batches.iter().find(|b| b.from >= workers) {
+                return Err(RelayError::Log(format!(
+                    "a batch of {pass:?} from worker {} of {workers}",
+                    b.from
+                )));
+            }
+            relay
+                .traffic
+                .insert(key(pass), traffic_of(pass, &batches, workers));
+            let all: BTreeSet<usize> = (0..workers).collect();
+            relay.passes.insert(
+                key(pass),
+                PassBatches {
+                    batches,
+                    ended: all.clone(),
+                    complete: true,
+                    taken: all,
+                    replayed: HashMap::new(),
+                },
+            );
+        }
+        Ok(relay)
     }
 
     /// Forgets what failed worker `worker` sent in the pass in progress, and that it ended it:
@@ -384,28 +419,159 @@ impl Relay {
     }
 }
 
+/// What complete pass `pass` carried between `workers` workers.
+fn traffic_of(pass: Pass, batches: &[Logged], workers: usize) -> PassTraffic {
+    let mut t = PassTraffic {
+        pass,
+        ..PassTraffic::default()
+    };
+    for b in batches {
+        let recipients = match pass {
+            // A loss level's first pass sends each word to the one owner of its entries.
+            Pass::Mark(_) => u64::from(b.words > 0),
+            _ => workers as u64 - 1,
+        };
+        t.words += b.words;
+        t.bytes += b.bytes.len() * recipients;
+        t.resolved += b.resolved;
+    }
+    t
+}
+
+/// Bytes of one batch in a pass's index: its sender (4), where it is kept (8 + 8), its words
+/// (8) and the entries its sender resolved (8).
+const INDEXED_BATCH_BYTES: usize = 36;
+
+/// The index of a stored pass: its tag ([`Pass::tag`]: 1 + 2 bytes), the number of its
+/// batches (4), then each batch; little-endian.
+fn encode_index(pass: Pass, batches: &[Logged]) -> Vec<u8> {
+    let (kind, level) = pass.tag();
+    let mut out = Vec::with_capacity(7 + batches.len() * INDEXED_BATCH_BYTES);
+    out.push(kind);
+    out.extend_from_slice(&level.to_le_bytes());
+    out.extend_from_slice(&(batches.len() as u32).to_le_bytes());
+    for b in batches {
+        let Held::Stored(at) = b.bytes else {
+            unreachable!("a pass is indexed once its batches are stored")
+        };
+        out.extend_from_slice(&(b.from as u32).to_le_bytes());
+        for n in [at.offset, at.len, b.words, b.resolved] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// The pass and batches of an index [`encode_index`] wrote.
+fn decode_index(bytes: &[u8]) -> Result<(Pass, Vec<Logged>), String> {
+    let bad = || format!("an index of {} bytes is not one a relay wrote", bytes.len());
+    let (&kind, rest) = bytes.split_first().ok_or_else(bad)?;
+    let level = u16::from_le_bytes(rest.get(..2).ok_or_else(bad)?.try_into().unwrap());
+    let pass = Pass::from_tag(kind, level).ok_or_else(bad)?;
+    let n = u32::from_le_bytes(rest.get(2..6).ok_or_else(bad)?.try_into().unwrap()) as usize;
+    let rest = &rest[6..];
+    if rest.len() != n * INDEXED_BATCH_BYTES {
+        return Err(bad());
+    }
+    let batches = rest
+        .chunks_exact(INDEXED_BATCH_BYTES)
+        .map(|b| {
+            let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+            Logged {
+                from: u32::from_le_bytes(b[..4].try_into().unwrap()) as usize,
+                bytes: Held::Stored(LogRef {
+                    offset: u64_at(4),
+                    len: u64_at(12),
+                }),
+                words: u64_at(20),
+                resolved: u64_at(28),
+            }
+        })
+        .collect();
+    Ok((pass, batches))
+}
+
 #[cfg(test)]
 mod tests {
     use super::{LogRef, LogStore, Relay, RelayBatch, RelayError};
     use crate::level_share::Pass;
     use std::sync::Arc;
 
-    /// A log store in memory, for the tests.
-    #[derive(Default)]
-    struct Bytes(Vec<u8>);
+    /// What [`Bytes`] kept: its batches' bytes and its indexes.
+    type Kept = (Vec<u8>, Vec<Vec<u8>>);
+
+    /// A log store in memory, for the tests, shared with the test.
+    #[derive(Clone, Default)]
+    struct Bytes(Arc<std::sync::Mutex<Kept>>);
 
     impl LogStore for Bytes {
         fn put(&mut self, bytes: &[u8]) -> std::io::Result<LogRef> {
-            let offset = self.0.len() as u64;
-            self.0.extend_from_slice(bytes);
+            let mut log = self.0.lock().unwrap();
+            let offset = log.0.len() as u64;
+            log.0.extend_from_slice(bytes);
             Ok(LogRef {
                 offset,
                 len: bytes.len() as u64,
             })
         }
         fn get(&self, at: LogRef) -> std::io::Result<Arc<[u8]>> {
-            Ok(self.0[at.offset as usize..(at.offset + at.len) as usize].into())
+            Ok(self.0.lock().unwrap().0[at.offset as usize..(at.offset + at.len) as usize].into())
         }
+        fn put_index(&mut self, index: &[u8]) -> std::io::Result<()> {
+            self.0.lock().unwrap().1.push(index.to_vec());
+            Ok(())
+        }
+    }
+
+    /// A relay resumed from its store's indexes holds the passes every worker took, complete:
+    /// replacements of every worker catch up on them (checked against them) and go on; a pass
+    /// not yet taken by all is not there, and is solved again.
+    #[test]
+    fn a_relay_resumes_from_its_stored_passes() {
+        let store = Bytes::default();
+        let mut r = Relay::with_store(2, Box::new(store.clone()));
+        r.send(Pass::Start, batch(0, b"s0")).unwrap();
+        r.send(Pass::Start, batch(1, b"s11")).unwrap();
+        r.end(0, Pass::Start).unwrap();
+        r.end(1, Pass::Start).unwrap();
+        r.take(0, Pass::Start).unwrap();
+        r.take(1, Pass::Start).unwrap();
+        r.send(Pass::Win(1), batch(1, b"w1")).unwrap();
+        r.end(0, Pass::Win(1)).unwrap();
+        r.end(1, Pass::Win(1)).unwrap();
+        r.take(0, Pass::Win(1)).unwrap();
+        let traffic = r.traffic()[0];
+        drop(r);
+        let indexes = store.0.lock().unwrap().1.clone();
+        assert_eq!(indexes.len(), 1, "only the start was taken by every worker");
+        let mut r = Relay::resume(2, Box::new(store.clone()), &indexes).unwrap();
+        assert_eq!(r.traffic(), [traffic]);
+        assert_eq!(r.last_complete(), Some(Pass::Start));
+        assert_eq!((r.held_bytes(), r.stored_bytes()), (0, 5));
+        // Both workers are replaced: each replays the start and takes the other's batch.
+        let e = r.send(Pass::Start, batch(0, b"s9")).unwrap_err();
+        assert!(e.to_string().contains("sent other updates"), "{e}");
+        r.forget(0);
+        for (w, sent, theirs) in [(0, &b"s0"[..], &b"s11"[..]), (1, b"s11", b"s0")] {
+            r.send(Pass::Start, batch(w, sent)).unwrap();
+            assert!(r.end(w, Pass::Start).unwrap());
+            assert_eq!(&*r.take(w, Pass::Start).unwrap()[0], theirs);
+        }
+        assert!(
+            !r.end(0, Pass::Win(1)).unwrap(),
+            "the level is solved again"
+        );
+        // An index that is not one is refused.
+        let mut bad = indexes.clone();
+        bad[0].pop();
+        assert!(matches!(
+            Relay::resume(2, Box::new(store.clone()), &bad),
+            Err(RelayError::Log(_))
+        ));
+        assert!(
+            Relay::resume(1, Box::new(store), &indexes).is_err(),
+            "worker 1 of 1"
+        );
     }
 
     /// With a log store, a pass every worker took leaves memory for the store; a replacement
