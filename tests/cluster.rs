@@ -1242,7 +1242,8 @@ fn a_shared_table_survives_a_restarted_coordinator() {
     ));
     let hung = shared(&s).unwrap().seat_workers[1].clone();
     c.kill();
-    // The hung worker goes too; the other one finds its seat gone and asks again.
+    // The hung worker goes too; the other one finds its seat gone and asks again (whichever
+    // seat it takes now, it does not stall: the knob holds for a worker's first seat only).
     match hung.ends_with("-x") {
         true => x.kill(),
         false => y.kill(),

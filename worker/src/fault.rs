@@ -30,7 +30,9 @@ pub struct Faults {
     pub corrupt_values: u64,
     /// Holding this seat of a shared job (the first of the pair), stop for good (heartbeating
     /// on) when about to end the pass of this number (the second; 0 for the first pass), as a
-    /// worker that hangs in the middle of a table: the tests kill it there.
+    /// worker that hangs in the middle of a table: the tests kill it there. Only in the first
+    /// shared job the worker takes a seat of: one that took another seat since (after a
+    /// restarted coordinator resumed the job, say) goes on as any worker.
     #[cfg(feature = "fault-injection")]
     pub stall_seat_at_pass: Option<(usize, usize)>,
 }
@@ -48,8 +50,8 @@ pub struct FaultArgs {
     #[cfg(feature = "fault-injection")]
     #[arg(long, hide = true, default_value_t = 0)]
     debug_corrupt_values: u64,
-    /// Fault injection for tests: holding seat SEAT of a shared job, stop for good at pass
-    /// PASS (`SEAT:PASS`, both counted from 0).
+    /// Fault injection for tests: holding seat SEAT of the first shared job this worker takes
+    /// a seat of, stop for good at pass PASS (`SEAT:PASS`, both counted from 0).
     #[cfg(feature = "fault-injection")]
     #[arg(long, hide = true, value_parser = seat_and_pass, value_name = "SEAT:PASS")]
     debug_stall_seat_at_pass: Option<(usize, usize)>,
@@ -93,9 +95,13 @@ impl Faults {
         table
     }
 
-    /// The seat that stops for good, and the pass at which it does, if asked.
+    /// For the seat of a shared job this worker is taking: the seat that stops for good, and
+    /// the pass at which it does, if asked and this is the worker's first seat.
     pub(crate) fn stall_seat_at_pass(&self) -> Option<(usize, usize)> {
-        self.stall_seat_at_pass
+        static SEATED_BEFORE: std::sync::atomic::AtomicBool =
+            std::sync::atomic::AtomicBool::new(false);
+        let first = !SEATED_BEFORE.swap(true, std::sync::atomic::Ordering::Relaxed);
+        self.stall_seat_at_pass.filter(|_| first)
     }
 
     /// Waits [`Faults::delay_upload`] before an upload; whether it waited at all.

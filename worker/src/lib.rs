@@ -438,7 +438,7 @@ async fn run_job(
         let (share_client, runtime) = (client.clone(), tokio::runtime::Handle::current());
         let lease_id = job.lease_id.clone();
         #[cfg(feature = "fault-injection")]
-        let stall_at_pass = faults.stall_seat_at_pass();
+        let stall_at_pass = seat.and_then(|_| faults.stall_seat_at_pass());
         let solved = tokio::task::spawn_blocking(move || {
             pool.install(|| {
                 let report = |pr: solver::Progress| {
