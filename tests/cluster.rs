@@ -1104,56 +1104,88 @@ fn a_shared_table_survives_a_killed_first_seat() {
     shared_table_survives_a_killed_seat(0);
 }
 
+/// The coordinator's flags of the tests that share KRvKN (2 x 328,500 entries), the only table
+/// of its closure large enough to be shared, between two workers.
+const SHARE_KRVKN: [&str; 8] = [
+    "--rules",
+    "cycles-are-draws",
+    "--share-by",
+    "2",
+    "--share-from-entries",
+    "600000",
+    "--lease-ttl-secs",
+    "2",
+];
+
+/// KRvKN's share in progress, if the status shows one.
+fn krvkn_share(s: &StatusResponse) -> Option<ShareStatus> {
+    let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN")?;
+    job.share.clone()
+}
+
+/// A coordinator sharing KRvKN between workers `x` and `y`, whichever of them holds `seat`
+/// hung before ending its sixth pass: the processes, and the status once both seats are held
+/// and the last pass every seat ended is win 3.
+struct HungSeat {
+    coordinator: Proc,
+    x: Proc,
+    y: Proc,
+    status: StatusResponse,
+}
+
+impl HungSeat {
+    fn start(dir: &TempDir, port: u16, seat: usize, rt: &tokio::runtime::Runtime) -> HungSeat {
+        let coordinator = coordinator(dir, port, &SHARE_KRVKN);
+        let stall_at = format!("{seat}:5");
+        let stall = ["--threads", "1", "--debug-stall-seat-at-pass", &stall_at];
+        let x = worker(dir, port, "x", &stall);
+        let y = worker(dir, port, "y", &stall);
+        // A table is shared by the workers registered when it is leased: both, before the plan.
+        rt.block_on(wait_until(
+            port,
+            "both workers",
+            Duration::from_secs(60),
+            |s| s.workers.len() >= 2,
+        ));
+        let server = format!("http://127.0.0.1:{port}");
+        run_ok(&["submit", "KRvKN", "--server", &server]);
+        let status = rt.block_on(wait_until(
+            port,
+            "both seats held, the hung seat at its pass",
+            Duration::from_secs(120),
+            |s| {
+                krvkn_share(s).is_some_and(|sh| {
+                    sh.seat_workers.iter().all(|w| !w.is_empty()) && sh.pass == "win 3"
+                })
+            },
+        ));
+        HungSeat {
+            coordinator,
+            x,
+            y,
+            status,
+        }
+    }
+
+    /// Kills the worker that holds `seat` (the hung one).
+    fn kill_holder(&mut self, seat: usize) {
+        let share = krvkn_share(&self.status).expect("a share");
+        match share.seat_workers[seat].ends_with("-x") {
+            true => self.x.kill(),
+            false => self.y.kill(),
+        }
+    }
+}
+
 /// Shares KRvKN between two workers, kills the one holding `seat` in its sixth pass, and checks
 /// that a third worker takes the seat over and the table equals `xqtb solve`'s.
 fn shared_table_survives_a_killed_seat(seat: usize) {
     let dir = TempDir::new(&format!("shared-{seat}"));
     let port = free_port();
-    // Only KRvKN (2 x 328,500 entries) is large enough to be shared.
-    let c = coordinator(
-        &dir,
-        port,
-        &[
-            "--rules",
-            "cycles-are-draws",
-            "--share-by",
-            "2",
-            "--share-from-entries",
-            "600000",
-            "--lease-ttl-secs",
-            "2",
-        ],
-    );
-    // Whichever of the two holds `seat` stops before ending its sixth pass.
-    let stall_at = format!("{seat}:5");
-    let stall = ["--threads", "1", "--debug-stall-seat-at-pass", &stall_at];
-    let mut x = worker(&dir, port, "x", &stall);
-    let mut y = worker(&dir, port, "y", &stall);
     let rt = rt();
-    // A table is shared by the workers registered when it is leased: both, before the plan.
-    rt.block_on(wait_until(
-        port,
-        "both workers",
-        Duration::from_secs(60),
-        |s| s.workers.len() >= 2,
-    ));
+    let mut hung = HungSeat::start(&dir, port, seat, &rt);
     let server = format!("http://127.0.0.1:{port}");
-    run_ok(&["submit", "KRvKN", "--server", &server]);
-    let shared = |s: &StatusResponse| -> Option<ShareStatus> {
-        let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN")?;
-        job.share.clone()
-    };
-    let s = rt.block_on(wait_until(
-        port,
-        "both seats held, the hung seat at its pass",
-        Duration::from_secs(120),
-        |s| {
-            shared(s).is_some_and(|sh| {
-                sh.seat_workers.iter().all(|w| !w.is_empty()) && sh.pass == "win 3"
-            })
-        },
-    ));
-    let share = shared(&s).unwrap();
+    let share = krvkn_share(&hung.status).unwrap();
     assert_eq!(share.seats, 2, "{share:?}");
     assert!(share.bytes_relayed > 0, "{share:?}");
     let during = run_ok(&["status", "--server", &server]);
@@ -1161,11 +1193,7 @@ fn shared_table_survives_a_killed_seat(seat: usize) {
         during.contains("shared by 2 workers (seats 0 w") && during.contains("last pass win 3"),
         "{during}"
     );
-    let hung = &share.seat_workers[seat];
-    match hung.ends_with("-x") {
-        true => x.kill(),
-        false => y.kill(),
-    }
+    hung.kill_holder(seat);
     let mut z = worker(&dir, port, "z", &["--threads", "1", "--exit-when-done"]);
     let s = rt.block_on(wait_until(
         port,
@@ -1187,9 +1215,11 @@ fn shared_table_survives_a_killed_seat(seat: usize) {
     let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN").unwrap();
     assert_eq!(job.attempts, 1, "the job's attempt went on: {job:?}");
     assert!(
-        c.log().contains("a seat of a shared job is open again"),
+        hung.coordinator
+            .log()
+            .contains("a seat of a shared job is open again"),
         "{}",
-        c.log()
+        hung.coordinator.log()
     );
     let remote = rt.block_on(download(port, "KRvKN"));
     let cad = ["--rules", "cycles-are-draws"];
@@ -1206,50 +1236,15 @@ fn shared_table_survives_a_killed_seat(seat: usize) {
 fn a_shared_table_survives_a_restarted_coordinator() {
     let dir = TempDir::new("shared-restart");
     let port = free_port();
-    let args = [
-        "--rules",
-        "cycles-are-draws",
-        "--share-by",
-        "2",
-        "--share-from-entries",
-        "600000",
-        "--lease-ttl-secs",
-        "2",
-    ];
-    let mut c = coordinator(&dir, port, &args);
-    // Seat 1 stops before ending its sixth pass, which holds the table there.
-    let stall = ["--threads", "1", "--debug-stall-seat-at-pass", "1:5"];
-    let mut x = worker(&dir, port, "x", &stall);
-    let mut y = worker(&dir, port, "y", &stall);
     let rt = rt();
-    rt.block_on(wait_until(
-        port,
-        "both workers",
-        Duration::from_secs(60),
-        |s| s.workers.len() >= 2,
-    ));
-    let server = format!("http://127.0.0.1:{port}");
-    run_ok(&["submit", "KRvKN", "--server", &server]);
-    let shared = |s: &StatusResponse| -> Option<ShareStatus> {
-        let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN")?;
-        job.share.clone()
-    };
-    let s = rt.block_on(wait_until(
-        port,
-        "the hung seat at its pass",
-        Duration::from_secs(120),
-        |s| shared(s).is_some_and(|sh| sh.pass == "win 3"),
-    ));
-    let hung = shared(&s).unwrap().seat_workers[1].clone();
-    c.kill();
+    // Seat 1 stops before ending its sixth pass, which holds the table there.
+    let mut hung = HungSeat::start(&dir, port, 1, &rt);
+    hung.coordinator.kill();
     // The hung worker goes too; the other one finds its seat gone and asks again (whichever
     // seat it takes now, it does not stall: the knob holds for a worker's first seat only).
-    match hung.ends_with("-x") {
-        true => x.kill(),
-        false => y.kill(),
-    }
+    hung.kill_holder(1);
     std::thread::sleep(Duration::from_millis(500));
-    let c = coordinator(&dir, port, &args);
+    let c = coordinator(&dir, port, &SHARE_KRVKN);
     let mut z = worker(&dir, port, "z", &["--threads", "1", "--exit-when-done"]);
     let s = rt.block_on(wait_until(
         port,
