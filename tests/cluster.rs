@@ -1177,6 +1177,31 @@ impl HungSeat {
     }
 }
 
+/// Waits for KRvKN to be committed, and for `z` to exit; checks that the job took one attempt
+/// and its table equals `xqtb solve`'s.
+fn krvkn_committed_in_its_first_attempt(
+    dir: &TempDir,
+    port: u16,
+    rt: &tokio::runtime::Runtime,
+    z: &mut Proc,
+) {
+    let s = rt.block_on(wait_until(
+        port,
+        "the shared table",
+        Duration::from_secs(300),
+        all_finished,
+    ));
+    assert!(z.wait_exit(Duration::from_secs(60)), "{}", z.log());
+    let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN").unwrap();
+    assert_eq!(job.attempts, 1, "the job's attempt went on: {job:?}");
+    let remote = rt.block_on(download(port, "KRvKN"));
+    let cad = ["--rules", "cycles-are-draws"];
+    assert!(
+        remote == solo_shard_under(dir, &["KRvKN"], "KRvKN", &cad),
+        "the shared table differs from xqtb solve's"
+    );
+}
+
 /// Shares KRvKN between two workers, kills the one holding `seat` in its sixth pass, and checks
 /// that a third worker takes the seat over and the table equals `xqtb solve`'s.
 fn shared_table_survives_a_killed_seat(seat: usize) {
@@ -1195,13 +1220,7 @@ fn shared_table_survives_a_killed_seat(seat: usize) {
     );
     hung.kill_holder(seat);
     let mut z = worker(&dir, port, "z", &["--threads", "1", "--exit-when-done"]);
-    let s = rt.block_on(wait_until(
-        port,
-        "the shared table",
-        Duration::from_secs(300),
-        all_finished,
-    ));
-    assert!(z.wait_exit(Duration::from_secs(60)), "{}", z.log());
+    krvkn_committed_in_its_first_attempt(&dir, port, &rt, &mut z);
     // z took the open seat: seat 0 uploads the table, another seat only hands its parts over.
     let done = match seat {
         0 => "1 tables committed",
@@ -1212,20 +1231,12 @@ fn shared_table_survives_a_killed_seat(seat: usize) {
         "z took seat {seat}: {}",
         z.log()
     );
-    let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN").unwrap();
-    assert_eq!(job.attempts, 1, "the job's attempt went on: {job:?}");
     assert!(
         hung.coordinator
             .log()
             .contains("a seat of a shared job is open again"),
         "{}",
         hung.coordinator.log()
-    );
-    let remote = rt.block_on(download(port, "KRvKN"));
-    let cad = ["--rules", "cycles-are-draws"];
-    assert!(
-        remote == solo_shard_under(&dir, &["KRvKN"], "KRvKN", &cad),
-        "the shared table differs from xqtb solve's"
     );
 }
 
@@ -1246,25 +1257,11 @@ fn a_shared_table_survives_a_restarted_coordinator() {
     std::thread::sleep(Duration::from_millis(500));
     let c = coordinator(&dir, port, &SHARE_KRVKN);
     let mut z = worker(&dir, port, "z", &["--threads", "1", "--exit-when-done"]);
-    let s = rt.block_on(wait_until(
-        port,
-        "the shared table",
-        Duration::from_secs(300),
-        all_finished,
-    ));
-    assert!(z.wait_exit(Duration::from_secs(60)), "{}", z.log());
+    krvkn_committed_in_its_first_attempt(&dir, port, &rt, &mut z);
     assert!(
         c.log().contains("a shared job's session resumed"),
         "{}",
         c.log()
-    );
-    let job = s.jobs.iter().find(|j| sig_of(j) == "KRvKN").unwrap();
-    assert_eq!(job.attempts, 1, "the job's attempt went on: {job:?}");
-    let remote = rt.block_on(download(port, "KRvKN"));
-    let cad = ["--rules", "cycles-are-draws"];
-    assert!(
-        remote == solo_shard_under(&dir, &["KRvKN"], "KRvKN", &cad),
-        "the shared table differs from xqtb solve's"
     );
 }
 
