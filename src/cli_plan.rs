@@ -54,8 +54,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "ENTRIES", default_value_t = app::scheduler::DEFAULT_SLICE_FROM_ENTRIES)]
     slice_from_entries: u64,
     /// With --workers: share each cycles-are-draws job (a whole table or a pawn slice) of at
-    /// least --share-from-entries entries between up to this many idle workers, as the coordinator's
-    /// option of the same name does.
+    /// least --share-from-entries entries between up to this many workers, as the coordinator's
+    /// option of the same name does (busy workers take their seats when they come free).
     #[arg(
         long,
         value_name = "WORKERS",

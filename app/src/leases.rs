@@ -103,8 +103,14 @@ impl App {
             Ok(((grant, least.unwrap_or(0), s.all_done()), changed))
         })?;
         let mut seat = None;
+        // Workers bound to the seats of sessions not yet full are not free for this one: a
+        // session counting on them could wait for ever.
+        let free = || {
+            let waiting = self.shares.seats_of_unfilled_sessions();
+            self.workers.live(least_bytes).saturating_sub(waiting)
+        };
         if let Some(g) = &grant
-            && let Some(s) = self.shares.seats_for(&g.key, self.workers.live())
+            && let Some(s) = self.shares.seats_for(&g.key, free())
         {
             self.shares.open(g.key, &g.lease, s, least_bytes, g.attempt);
             seat = Some(s);

@@ -334,8 +334,19 @@ impl Shares {
         self.state.lock().expect("shares lock")
     }
 
-    /// How job `key` is to be shared when `live_workers` workers are registered, or `None` to
-    /// solve it on one: a `cycles-are-draws` job (a whole table or a pawn slice) of at least
+    /// The seats of the sessions still waiting for a worker to take one: the workers that
+    /// take those (or hold them) are not there for another session until these are full.
+    pub(crate) fn seats_of_unfilled_sessions(&self) -> usize {
+        let state = self.lock();
+        let unfilled = state
+            .sessions
+            .values()
+            .filter(|s| s.holders.iter().any(|h| matches!(h, Holder::Open)));
+        unfilled.map(|s| s.seat.seats).sum()
+    }
+
+    /// How job `key` is to be shared when `live_workers` workers that can hold it are free
+    /// for it (every seat waits for one), or `None` to solve it on one: a `cycles-are-draws` job (a whole table or a pawn slice) of at least
     /// the entries asked, on as many workers as asked and registered, each with four groups
     /// or more (fewer where the job has fewer groups: at least one each).
     pub(crate) fn seats_for(&self, key: &JobKey, live_workers: usize) -> Option<Seat> {

@@ -79,8 +79,10 @@ pub fn wall_seconds(cpu_seconds: f64, threads: u32) -> f64 {
 
 /// Simulates solving `targets` and their closure with `workers`, every table missing at the
 /// start, tables with pawns of at least `slice_from_entries` entries in pawn slices, tables
-/// shared as `sharing` says. A shared job takes the idle workers that can hold it when it is
-/// leased (the coordinator's other seats wait for workers instead) and runs
+/// shared as `sharing` says. A shared job has a seat per worker that can hold it (up to what
+/// `sharing` allows, less the seats of other shared jobs not yet full), as the coordinator
+/// counts them: the idle workers take theirs when it is leased, the others as they come free
+/// (before any other job), and it runs from when the last seat is taken,
 /// [`SHARED_EFFICIENCY`] times as fast per worker, its states on disk.
 pub fn simulate(
     targets: &[TableId],
@@ -99,15 +101,11 @@ pub fn simulate(
     s.plan(targets, |_| false);
     // Jobs became ready at: the plan's start, or the commit of their last dependency.
     let mut ready_at: BTreeMap<JobKey, f64> = BTreeMap::new();
-    let mut jobs: Vec<SimulatedJob> = Vec::new();
-    let mut index_of: BTreeMap<JobKey, usize> = BTreeMap::new();
-    // Running seats: when they end, the worker, and the job's lease for its first seat.
-    let mut running: BinaryHeap<Reverse<(u64, usize, Option<String>)>> = BinaryHeap::new();
+    let mut run = Run::default();
     // Idle workers, the largest memory first: once one gets nothing, no smaller one can.
     let mut idle: Vec<usize> = (0..workers.len()).collect();
     idle.sort_by_key(|&w| Reverse(workers[w].memory_bytes.unwrap_or(u64::MAX)));
     let mut now_ms = 0u64;
-    let mut busy_thread_s = 0.0;
     for j in s.jobs() {
         if j.state == JobState::Ready {
             ready_at.insert(j.key, 0.0);
@@ -121,11 +119,27 @@ pub fn simulate(
             }
         }
     }
+    // Shared jobs leased whose seats are not all held yet.
+    let mut unfilled: Vec<Unfilled> = Vec::new();
+    let fits = |w: usize, cost: &JobCost| {
+        workers[w]
+            .memory_bytes
+            .is_none_or(|m| cost.least_bytes() <= m)
+    };
     loop {
         let mut still_idle = Vec::new();
         let mut granting = true;
         let mut waiting: std::collections::VecDeque<usize> = idle.drain(..).collect();
         while let Some(w) = waiting.pop_front() {
+            // An open seat of a shared job first, as the coordinator leases one.
+            if let Some(u) = unfilled.iter().position(|u| fits(w, &u.cost)) {
+                unfilled[u].others.push(w);
+                if unfilled[u].is_full() {
+                    let u = unfilled.remove(u);
+                    run.start(workers, u, now_ms, &ready_at);
+                }
+                continue;
+            }
             let grant = if granting {
                 s.lease(&workers[w].name, workers[w].memory_bytes, now_ms).0
             } else {
@@ -140,55 +154,36 @@ pub fn simulate(
                 .cost(&g.key)
                 .copied()
                 .unwrap_or_else(|| JobCost::of(&g.key));
-            // The other seats of a shared job: idle workers that can hold it.
-            let mut shared_with = Vec::new();
-            if let Some(seat) = shares.seats_for(&g.key, workers.len()) {
-                let fits = |o: usize| {
-                    workers[o]
-                        .memory_bytes
-                        .is_none_or(|m| cost.least_bytes() <= m)
-                };
-                while shared_with.len() + 1 < seat.seats {
-                    let Some(i) = waiting.iter().position(|&o| fits(o)) else {
-                        break;
-                    };
-                    shared_with.push(waiting.remove(i).expect("a waiting worker"));
-                }
-            }
-            let seats = 1 + shared_with.len();
-            let memory = workers[w].memory_bytes.unwrap_or(0);
-            let (cpu, on_disk) = if seats > 1 {
-                // Every seat keeps its groups' states on local disk.
-                let on_disk = cost.cpu_seconds_with(cost.least_bytes().min(memory.max(1)));
-                (on_disk / (seats as f64 * SHARED_EFFICIENCY), true)
-            } else {
-                (
-                    cost.cpu_seconds_with(memory),
-                    cost.keeps_states_on_disk(memory),
-                )
-            };
-            let secs = wall_seconds(cpu, workers[w].threads);
-            let end_ms = now_ms + (secs * 1e3).ceil().max(1.0) as u64;
-            busy_thread_s += secs * workers[w].threads as f64 * seats as f64;
-            let start_s = now_ms as f64 / 1e3;
-            index_of.insert(g.key, jobs.len());
-            for &o in &shared_with {
-                running.push(Reverse((end_ms, o, None)));
-            }
-            jobs.push(SimulatedJob {
+            // Its seats, as the coordinator counts them: one per worker that can hold it and
+            // is not bound to the seats of another job not yet full. Idle workers take theirs
+            // now, the others as they come free.
+            let able = (0..workers.len()).filter(|&o| fits(o, &cost)).count();
+            let bound: usize = unfilled.iter().map(|u| u.seats).sum();
+            let seats = shares
+                .seats_for(&g.key, able.saturating_sub(bound))
+                .map_or(1, |seat| seat.seats);
+            let mut u = Unfilled {
                 key: g.key,
-                worker: w,
-                start_s,
-                end_s: end_ms as f64 / 1e3,
-                waited_s: start_s - ready_at.get(&g.key).copied().unwrap_or(start_s),
-                states_on_disk: on_disk,
+                lease: g.lease.id,
+                first: w,
+                others: Vec::new(),
                 seats,
-                shared_with,
-            });
-            running.push(Reverse((end_ms, w, Some(g.lease.id))));
+                cost,
+                leased_ms: now_ms,
+            };
+            while !u.is_full() {
+                let Some(i) = waiting.iter().position(|&o| fits(o, &cost)) else {
+                    break;
+                };
+                u.others.push(waiting.remove(i).expect("a waiting worker"));
+            }
+            match u.is_full() {
+                true => run.start(workers, u, now_ms, &ready_at),
+                false => unfilled.push(u),
+            }
         }
         idle = still_idle;
-        let Some(Reverse((end_ms, w, lease))) = running.pop() else {
+        let Some(Reverse((end_ms, w, lease))) = run.running.pop() else {
             break;
         };
         now_ms = end_ms;
@@ -196,11 +191,11 @@ pub fn simulate(
             finish(&mut s, &mut ready_at, &lease, now_ms);
         }
         idle.push(w);
-        while let Some(Reverse((e, _, _))) = running.peek() {
+        while let Some(Reverse((e, _, _))) = run.running.peek() {
             if *e != now_ms {
                 break;
             }
-            let Reverse((_, w, lease)) = running.pop().expect("peeked");
+            let Reverse((_, w, lease)) = run.running.pop().expect("peeked");
             if let Some(lease) = lease {
                 finish(&mut s, &mut ready_at, &lease, now_ms);
             }
@@ -208,6 +203,12 @@ pub fn simulate(
         }
         idle.sort_by_key(|&w| Reverse(workers[w].memory_bytes.unwrap_or(u64::MAX)));
     }
+    let Run {
+        jobs,
+        index_of,
+        busy_thread_s,
+        ..
+    } = run;
     let makespan_s = jobs.iter().map(|j| j.end_s).fold(0.0, f64::max);
     let never_ran = s
         .jobs()
@@ -225,6 +226,79 @@ pub fn simulate(
         jobs,
         makespan_s,
         never_ran,
+    }
+}
+
+/// A job leased whose seats are not all held yet (one, unless shared): its first seat's worker
+/// holds the job's lease, the others' workers wait with it.
+struct Unfilled {
+    key: JobKey,
+    lease: String,
+    first: usize,
+    others: Vec<usize>,
+    seats: usize,
+    cost: JobCost,
+    leased_ms: u64,
+}
+
+impl Unfilled {
+    fn is_full(&self) -> bool {
+        1 + self.others.len() == self.seats
+    }
+}
+
+/// The jobs started so far and the seats running.
+#[derive(Default)]
+struct Run {
+    jobs: Vec<SimulatedJob>,
+    index_of: BTreeMap<JobKey, usize>,
+    /// Running seats: when they end, the worker, and the job's lease for its first seat.
+    running: BinaryHeap<Reverse<(u64, usize, Option<String>)>>,
+    busy_thread_s: f64,
+}
+
+impl Run {
+    /// Starts job `u` at `now_ms`, its seats all held: alone, it takes the time its cost says
+    /// on its worker's memory; shared, [`SHARED_EFFICIENCY`] times as fast per worker, its
+    /// states on disk.
+    fn start(
+        &mut self,
+        workers: &[SimWorker],
+        u: Unfilled,
+        now_ms: u64,
+        ready_at: &BTreeMap<JobKey, f64>,
+    ) {
+        let (w, seats, cost) = (u.first, u.seats, u.cost);
+        let memory = workers[w].memory_bytes.unwrap_or(0);
+        let (cpu, on_disk) = if seats > 1 {
+            // Every seat keeps its groups' states on local disk.
+            let on_disk = cost.cpu_seconds_with(cost.least_bytes().min(memory.max(1)));
+            (on_disk / (seats as f64 * SHARED_EFFICIENCY), true)
+        } else {
+            (
+                cost.cpu_seconds_with(memory),
+                cost.keeps_states_on_disk(memory),
+            )
+        };
+        let secs = wall_seconds(cpu, workers[w].threads);
+        let end_ms = now_ms + (secs * 1e3).ceil().max(1.0) as u64;
+        self.busy_thread_s += secs * workers[w].threads as f64 * seats as f64;
+        let start_s = u.leased_ms as f64 / 1e3;
+        self.index_of.insert(u.key, self.jobs.len());
+        for &o in &u.others {
+            self.running.push(Reverse((end_ms, o, None)));
+        }
+        self.jobs.push(SimulatedJob {
+            key: u.key,
+            worker: w,
+            start_s,
+            end_s: end_ms as f64 / 1e3,
+            waited_s: start_s - ready_at.get(&u.key).copied().unwrap_or(start_s),
+            states_on_disk: on_disk,
+            seats,
+            shared_with: u.others,
+        });
+        self.running.push(Reverse((end_ms, w, Some(u.lease))));
     }
 }
 
@@ -354,6 +428,29 @@ mod tests {
             sim.jobs.len(),
             table("KRNvKR").signature.closure().len() - 1
         );
+    }
+
+    /// A shared job leased while the other worker is busy keeps a seat for it, as the
+    /// coordinator does: the busy worker takes it when its job is done, and the shared job
+    /// runs from then.
+    #[test]
+    fn a_busy_worker_takes_its_seat_when_it_comes_free() {
+        let rules = RuleSet::CyclesAreDraws;
+        let id = |s: &str| TableId::new(rules, s.parse().unwrap());
+        let (krnkr, krckn) = (id("KRNvKR"), id("KRCvKN"));
+        let sharing = Sharing {
+            workers: 2,
+            from_entries: JobKey::whole(krnkr).entries(),
+            max_replacements: 1,
+        };
+        let sim = simulate(&[krnkr, krckn], &workers(2, 1, None), u64::MAX, sharing);
+        let job = |t: TableId| sim.jobs.iter().find(|j| j.key.table == t).unwrap();
+        // KRCvKN is leased while the other worker still solves KRNvK.
+        let (shared, busy) = (job(krckn), job(id("KRNvK")));
+        assert!(shared.start_s < busy.end_s, "{shared:?} {busy:?}");
+        assert_eq!((shared.seats, &shared.shared_with), (2, &vec![busy.worker]));
+        assert!(shared.end_s > busy.end_s);
+        assert_eq!(job(krnkr).seats, 2);
     }
 
     /// A table shared as the coordinator shares it takes the idle workers when it is leased,

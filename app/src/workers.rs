@@ -208,13 +208,14 @@ impl Workers {
             .max_by_key(|(id, m)| (m.unwrap_or(u64::MAX), std::cmp::Reverse(id.clone())))
     }
 
-    /// How many workers may take a job now: registered, not quarantined, not silent for four
-    /// heartbeats.
-    pub(crate) fn live(&self) -> usize {
+    /// How many workers may take a job of `least_bytes` now: registered, not quarantined, not
+    /// silent for four heartbeats, and with the memory for it (or not saying).
+    pub(crate) fn live(&self, least_bytes: u64) -> usize {
         let silent = 4 * u128::from(self.heartbeat_ms);
         self.lock()
             .values()
             .filter(|w| w.quarantined.is_none() && w.last_seen.elapsed().as_millis() <= silent)
+            .filter(|w| w.memory_bytes.is_none_or(|m| least_bytes <= m))
             .count()
     }
 
