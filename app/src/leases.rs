@@ -288,15 +288,13 @@ mod tests {
     use storage_format::store::SledStore;
     use xqtb_core::{JobKey, RuleSet, TableId};
 
-    /// A shared job whose every seat falls silent keeps its attempt: the seats open again, the
-    /// coordinator keeps the job's lease while they wait, and the next workers take them over.
-    #[test]
-    fn a_shared_job_keeps_its_attempt_while_its_seats_wait() {
+    /// An app whose leases last `ttl_ms`, sharing cycles-are-draws jobs of any size by two
+    /// workers, with `tables` planned and every table they depend on taken as committed.
+    fn sharing_app(ttl_ms: u64, tables: &[&str]) -> (tempfile::TempDir, App) {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SledStore::open(dir.path()).unwrap());
-        let ttl = 200;
         let config = SchedulerConfig {
-            lease_ttl_ms: ttl,
+            lease_ttl_ms: ttl_ms,
             ..SchedulerConfig::default()
         };
         let sharing = Sharing {
@@ -308,19 +306,56 @@ mod tests {
             .unwrap()
             .with_sharing(sharing, None)
             .unwrap();
-        // KRvKN, large enough for two seats; its dependencies taken as committed.
-        let krkn = TableId::new(RuleSet::CyclesAreDraws, "KRvKN".parse().unwrap());
-        app.submit(&[krkn]).unwrap();
+        let ids: Vec<TableId> = tables
+            .iter()
+            .map(|t| TableId::new(RuleSet::CyclesAreDraws, t.parse().unwrap()))
+            .collect();
+        app.submit(&ids).unwrap();
         app.jobs
             .change(|s| {
-                let changed = krkn
-                    .dependencies()
-                    .iter()
-                    .flat_map(|d| s.mark_finished(d, 0))
+                let deps: Vec<TableId> = s
+                    .jobs()
+                    .map(|j| j.key.table)
+                    .filter(|t| !ids.contains(t))
                     .collect();
+                let changed = deps.iter().flat_map(|d| s.mark_finished(d, 0)).collect();
                 Ok(((), changed))
             })
             .unwrap();
+        (dir, app)
+    }
+
+    /// Only the workers free for a shared job count for its seats: not one without the memory
+    /// for it, nor one bound to the open seat of another shared job. Here the second job,
+    /// leased while the first waits for its seat's worker, is solved alone; counted twice, that
+    /// worker would leave one of the two jobs waiting for ever.
+    #[test]
+    fn a_shared_job_counts_only_the_workers_free_for_it() {
+        let (_dir, app) = sharing_app(30_000, &["KRAvKN", "KCvKN"]);
+        let id = |t: &str| JobKey::whole(TableId::new(RuleSet::CyclesAreDraws, t.parse().unwrap()));
+        let least = |t: &str| xqtb_core::JobCost::of(&id(t)).least_bytes();
+        assert!(least("KCvKN") < least("KRAvKN"));
+        let small = (least("KCvKN") + least("KRAvKN")) / 2;
+        let a = app.register("a", 1, None, "test").worker_id;
+        let b = app.register("b", 1, Some(small), "test").worker_id;
+        let c = app.register("c", 1, None, "test").worker_id;
+        let first = app.lease(&a, 0).unwrap();
+        assert_eq!(first.grant.unwrap().key, id("KRAvKN"));
+        assert_eq!(first.seat.map(|s| s.seats), Some(2), "a and c, not b");
+        let second = app.lease(&b, 0).unwrap();
+        assert_eq!(second.grant.unwrap().key, id("KCvKN"));
+        assert_eq!(second.seat, None, "c is bound to the first job's open seat");
+        let third = app.lease(&c, 0).unwrap();
+        assert_eq!(third.seat.map(|s| s.seat), Some(1), "c takes the open seat");
+    }
+
+    /// A shared job whose every seat falls silent keeps its attempt: the seats open again, the
+    /// coordinator keeps the job's lease while they wait, and the next workers take them over.
+    #[test]
+    fn a_shared_job_keeps_its_attempt_while_its_seats_wait() {
+        let ttl = 200;
+        let (_dir, app) = sharing_app(ttl, &["KRvKN"]);
+        let krkn = TableId::new(RuleSet::CyclesAreDraws, "KRvKN".parse().unwrap());
         let a = app.register("a", 1, None, "test").worker_id;
         let b = app.register("b", 1, None, "test").worker_id;
         let first = app.lease(&a, 0).unwrap();
