@@ -259,15 +259,17 @@ impl JobCost {
             + by_sides(&r.stored_bytes_per_entry) * slice_entries as f64;
         // With the states on disk: each entry's kind and one group through the levels, while the
         // finished parts are encoded; then each entry's legality, the verifier's block cache and
-        // the encoded table (`worker::solve_in_groups`).
-        let on_disk = key.table.rules == RuleSet::CyclesAreDraws && key.is_whole_table();
+        // the encoded table or part (`worker::solve_in_groups`). A pawn slice also holds the
+        // slices its pawn advances lead into, decoded.
+        let on_disk = key.table.rules == RuleSet::CyclesAreDraws;
         let states_on_disk_bytes = on_disk.then(|| {
             let levels = KINDS_BYTES_PER_ENTRY * entries as f64
                 + GROUP_BYTES.min(2 * key.slots.len()) as f64;
             let verify = (LEGAL_BYTES_PER_ENTRY + VERIFY_HEAP_BYTES_PER_ENTRY) * entries as f64
                 + verify_cache_bytes(entries) as f64;
+            let slices = per_dependency_entry * slice_entries as f64;
             BASE_BYTES
-                + (levels.max(verify) + stored).ceil() as u64
+                + (levels.max(verify) + stored + slices).ceil() as u64
                 + dependency_bytes.min(DEPENDENCY_CACHE_BYTES)
         });
         JobCost {
@@ -352,12 +354,17 @@ mod tests {
             assert!(c.keeps_states_on_disk(need));
             assert!(c.cpu_seconds_with(need) > c.cpu_seconds_with(c.solve_bytes));
         }
-        // The rule phase and pawn slices are solved in memory.
+        // The rule phase is solved in memory; a pawn slice keeps its states on disk, holding
+        // the slices its pawn advances lead into.
         assert_eq!(cost("KRNvKRA", RuleSet::Asian).states_on_disk_bytes, None);
-        let krpkr = TableId::new(RuleSet::CyclesAreDraws, "KRPvKR".parse().unwrap());
-        let slice = JobKey::jobs_of(krpkr, 0)[0];
-        assert!(!slice.is_whole_table());
-        assert_eq!(JobCost::of(&slice).states_on_disk_bytes, None);
+        let large = TableId::new(RuleSet::CyclesAreDraws, "KRAABBvKPAABB".parse().unwrap());
+        let slices = JobKey::jobs_of(large, 0);
+        let (first, last) = (JobCost::of(&slices[0]), JobCost::of(slices.last().unwrap()));
+        assert!(!slices[0].is_whole_table() && slices[0].slice_dependencies().is_empty());
+        assert!(!slices.last().unwrap().slice_dependencies().is_empty());
+        for c in [first, last] {
+            assert!(c.states_on_disk_bytes.unwrap() < c.solve_bytes);
+        }
     }
 
     #[test]

@@ -8,9 +8,10 @@ use solver::{Progress, StateStore};
 use storage_format::codec::{self, EncodedBlocks, EncodedTable};
 use xqtb_core::{Probe, RuleSet, SlotRange, TableCounts, TableId};
 
-/// Solves, verifies and encodes the slots `slots` of table `id` with its states held as
-/// `states` says; the encoded table is byte for byte what encoding the in-memory solve gives.
-/// Under `asian` the rule phase and the verifier still take the table whole.
+/// Solves, verifies and encodes the slots `slots` of table `id` (the whole table or a pawn
+/// slice) with its states held as `states` says; the encoded table or part is byte for byte
+/// what encoding the in-memory solve gives. Under `asian` the rule phase and the verifier
+/// still take the job whole.
 pub fn solve_in_groups(
     id: TableId,
     slots: SlotRange,
@@ -18,21 +19,21 @@ pub fn solve_in_groups(
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(EncodedTable, TableCounts)> {
-    let whole = slots == SlotRange::whole(&id.signature);
-    if id.rules != RuleSet::CyclesAreDraws || !whole {
+    if id.rules != RuleSet::CyclesAreDraws {
         let (table, counts) = solver::solve_and_verify_range(id, slots, states, deps, progress)?;
         return Ok((codec::encode_table(&table), counts));
     }
     let mut parts = Vec::new();
     let mut encode = |part: xqtb_core::Table| parts.push(codec::encode_table(&part));
     let legal = solver::solve_range_in_parts(id, slots, states, deps, progress, &mut encode)?;
-    join_and_verify(id, parts, &legal, deps, progress)
+    join_and_verify(id, slots, parts, &legal, deps, progress)
 }
 
-/// Joins the encoded parts of table `id`, in slot order, into its blocks and verifies the table
-/// from them, `legal` telling its legal entries.
+/// Joins the encoded parts of slots `slots` of table `id`, in slot order, into their blocks
+/// and verifies them from those blocks, `legal` telling their legal entries.
 fn join_and_verify(
     id: TableId,
+    slots: SlotRange,
     mut parts: Vec<EncodedTable>,
     legal: &solver::Legal,
     deps: &dyn Probe,
@@ -40,7 +41,7 @@ fn join_and_verify(
 ) -> Result<(EncodedTable, TableCounts)> {
     let encoded = match parts.len() {
         1 => parts.pop().expect("one part"),
-        _ => codec::assemble_parts(parts, SlotRange::whole(&id.signature))?,
+        _ => codec::assemble_parts(parts, slots)?,
     };
     let started = std::time::Instant::now();
     let counts = solver::verify_blocks(&EncodedBlocks::new(&encoded)?, legal, deps, progress)?;
@@ -85,7 +86,7 @@ pub fn solve_shared_in_process(
         solver::solve_shared_in_process(id, slots, workers, run, &scratch_for, deps, &encode)?;
     let mut parts = parts.into_inner().expect("parts");
     parts.sort_by_key(|p| p.header.slots.start);
-    let (encoded, counts) = join_and_verify(id, parts, &legal, deps, progress)?;
+    let (encoded, counts) = join_and_verify(id, slots, parts, &legal, deps, progress)?;
     Ok((encoded, counts, traffic))
 }
 
@@ -93,6 +94,38 @@ pub fn solve_shared_in_process(
 mod tests {
     use storage_format::codec;
     use xqtb_core::{RuleSet, Signature, TableId};
+
+    /// A pawn slice solved with its states in groups on disk, each group's values encoded as
+    /// a part and the parts joined, is the part its in-memory solve encodes to, byte for byte.
+    #[test]
+    fn a_pawn_slice_in_groups_encodes_as_in_memory() {
+        let sig: Signature = "KRPvKA".parse().unwrap();
+        let rules = RuleSet::CyclesAreDraws;
+        let tables = solver::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
+        let id = TableId::new(rules, sig);
+        // The widest slice, past one group of 65,536 slots.
+        let key = xqtb_core::JobKey::jobs_of(id, 0)
+            .into_iter()
+            .max_by_key(|k| k.slots.len())
+            .unwrap();
+        assert!(!key.is_whole_table() && key.slots.len() > 1 << 16);
+        let memory = solver::StateStore::Memory;
+        let (table, _) =
+            solver::solve_and_verify_range(id, key.slots, memory, &tables, &|_| {}).unwrap();
+        let dir = std::env::temp_dir().join(format!("xqtb-slice-groups-{}", std::process::id()));
+        let scratch = crate::DirScratch::create(&dir).unwrap();
+        let states = solver::StateStore::Groups {
+            group_slots: 1 << 16,
+            scratch: &scratch,
+            share: None,
+        };
+        let (encoded, counts) =
+            super::solve_in_groups(id, key.slots, states, &tables, &|_| {}).unwrap();
+        assert!(encoded == codec::encode_table(&table), "the parts differ");
+        assert_eq!(counts, encoded.header.counts);
+        drop(scratch);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// A table shared by three workers in one process (KRvKN in six groups, two each) is
     /// encoded byte for byte as the table solved whole in memory, and verified: the parts
