@@ -8,7 +8,8 @@
 //! attempt, and the session with it. The seats are leases kept here (seat 0's first lease is
 //! the job's): a seat whose worker fails or goes silent, seat 0's included, is opened again,
 //! and the next worker to ask for a job takes it under a lease of its own and catches up from
-//! the session's log ([`solver::Relay`]), while the others wait in the pass they reached. After the levels each seat hands its parts of the table to the others
+//! the session's log ([`solver::Relay`]), while the others wait in the pass they reached.
+//! After the levels each seat hands its parts of the table to the others
 //! ([`solver::Pass::Parts`]), joins the table and verifies its own groups' entries of it
 //! ([`solver::Pass::Verified`]); its seat is then done, and seat 0's worker uploads the table
 //! under the job's lease.
@@ -346,9 +347,10 @@ impl Shares {
     }
 
     /// How job `key` is to be shared when `live_workers` workers that can hold it are free
-    /// for it (every seat waits for one), or `None` to solve it on one: a `cycles-are-draws` job (a whole table or a pawn slice) of at least
-    /// the entries asked, on as many workers as asked and registered, each with four groups
-    /// or more (fewer where the job has fewer groups: at least one each).
+    /// for it (every seat waits for one), or `None` to solve it on one: a `cycles-are-draws`
+    /// job (a whole table or a pawn slice) of at least the entries asked, on as many workers
+    /// as asked and free, each with four groups or more (fewer where the job has fewer groups:
+    /// at least one each).
     pub(crate) fn seats_for(&self, key: &JobKey, live_workers: usize) -> Option<Seat> {
         let s = &self.sharing;
         let shared = s.workers > 1
