@@ -111,6 +111,7 @@ impl App {
             Some(_) => Some(self.store.records("share-sessions")?),
             None => None,
         };
+        self.jobs.lock().share(sharing);
         self.shares = Shares::new(sharing, log_dir, records);
         let resumed = {
             let s = self.jobs.lock();

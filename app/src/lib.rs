@@ -16,7 +16,8 @@
 //!   at most [`MAX_SEARCHES`] at once), for the coordinator and `xqtb serve` alike;
 //! - `jobs.rs`: the scheduler behind its lock, with its records persisted in the store;
 //!   `workers.rs`: the worker registry and quarantine; `shares.rs`: the jobs shared by several
-//!   workers at once (their seats, and the relay of their updates);
+//!   workers at once (their seats, and the relay of their updates), as `share_policy.rs` says
+//!   which jobs are shared and how long they take;
 //! - `app.rs`: the [`App`] type, its state and how it is opened on a store;
 //! - the operations, each an `impl App` block in the module of its concern: `leases.rs`
 //!   (planning, registering, leasing, heartbeats, failures, expiry), `sharing.rs` (what the
@@ -50,6 +51,7 @@ mod queries;
 pub mod scheduler;
 mod searches;
 mod share_log;
+mod share_policy;
 mod shares;
 mod sharing;
 pub mod simulate;

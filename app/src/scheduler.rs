@@ -1,11 +1,13 @@
 //! The job scheduler: jobs keyed by [`JobKey`] (a table, or a pawn slice of one), handed out
 //! under leases once their dependencies are finished, each only to a worker with the memory to
-//! hold it, the job with the longest estimated path to the end of the plan first.
+//! hold it, the job with the longest estimated path to the end of the plan first (a job shared
+//! by several workers counting on the path at the time its seats take).
 //!
 //! Pure state: time is passed in as Unix milliseconds and every change returns the records to
 //! persist, so the services and the tests drive it the same way and a restart resumes from the
 //! persisted records.
 
+use crate::share_policy::Sharing;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -261,8 +263,11 @@ pub struct Scheduler {
     order: Vec<JobKey>,
     /// Each job's estimated cost.
     costs: BTreeMap<JobKey, JobCost>,
+    /// How jobs are shared between workers: a shared job's path counts the time its seats
+    /// take, not the time of one worker.
+    sharing: Sharing,
     /// Estimated CPU seconds from the start of each job to the end of the plan along its
-    /// longest chain of dependent jobs (the job's own cost included).
+    /// longest chain of dependent jobs (the job's own cost included, per seat if shared).
     path_seconds: BTreeMap<JobKey, f64>,
     /// Jobs not yet finished, per table (a table absent here has none left).
     unfinished: HashMap<TableId, u32>,
@@ -289,6 +294,7 @@ impl Scheduler {
             jobs: BTreeMap::new(),
             order: Vec::new(),
             costs: BTreeMap::new(),
+            sharing: Sharing::default(),
             path_seconds: BTreeMap::new(),
             unfinished: HashMap::new(),
             dependents: HashMap::new(),
@@ -304,6 +310,25 @@ impl Scheduler {
         }
         s.reindex();
         s
+    }
+
+    /// Orders the ready jobs knowing that jobs are shared as `sharing` says: a job its workers
+    /// share takes a fraction of its time on one, so a chain of small jobs that are not shared
+    /// may be the longer path, and is leased first.
+    pub fn share(&mut self, sharing: Sharing) {
+        self.sharing = sharing;
+        self.reindex();
+    }
+
+    /// The estimated CPU seconds job `key` adds to a path: its cost, or each seat's if shared
+    /// (every seat working at once, as many seats as sharing allows).
+    fn path_term(&self, key: &JobKey) -> f64 {
+        let cost = &self.costs[key];
+        if self.sharing.shares(key) {
+            Sharing::seat_cpu_seconds(cost, self.sharing.workers, 0)
+        } else {
+            cost.cpu_seconds
+        }
     }
 
     /// Rebuilds the plan order, the costs, the longest remaining paths and the indexes after
@@ -350,7 +375,7 @@ impl Scheduler {
                 .copied()
                 .unwrap_or(0.0)
                 .max(longest_after_job.get(key).copied().unwrap_or(0.0));
-            let path = self.costs[key].cpu_seconds + after;
+            let path = self.path_term(key) + after;
             self.path_seconds.insert(*key, path);
             for dep in key.table.dependencies() {
                 let e = longest_after.entry(dep).or_insert(0.0);
@@ -955,6 +980,30 @@ mod tests {
         let third = s.lease("w3", None, 0).0.unwrap().key;
         // In plan order KCvK (3 pieces, "KCvK" < "KNvK") would come first.
         assert_eq!(third, job("KCvK"), "{first} {second} {third}");
+    }
+
+    #[test]
+    fn a_shared_job_counts_the_time_of_its_seats_in_a_path() {
+        let mut s = scheduler();
+        let sharing = Sharing {
+            workers: 4,
+            from_entries: job("KRNvK").entries(),
+            ..Sharing::default()
+        };
+        s.share(sharing);
+        s.plan(&[sig("KRNvK")], |_| false);
+        let path = |t: &str| s.path_seconds(&job(t)).unwrap();
+        let cost = |t: &str| *s.cost(&job(t)).unwrap();
+        // KRNvK is shared by four: its seats take less than a quarter of its time alone (they
+        // keep their states on disk); the three-piece tables below it are not shared.
+        let seats = Sharing::seat_cpu_seconds(&cost("KRNvK"), 4, 0);
+        assert_eq!(path("KRNvK"), seats);
+        assert!(seats < cost("KRNvK").cpu_seconds / 2.0, "{seats}");
+        assert_eq!(path("KRvK"), cost("KRvK").cpu_seconds + seats);
+        // Without sharing the path counts the whole job again.
+        let alone = cost("KRNvK").cpu_seconds;
+        s.share(Sharing::default());
+        assert_eq!(s.path_seconds(&job("KRNvK")), Some(alone));
     }
 
     /// The indexes kept up to date by each operation equal those rebuilt from the records.

@@ -20,6 +20,7 @@
 
 use crate::scheduler::{JobRecord, Lease};
 use crate::share_log::FileLog;
+pub use crate::share_policy::Sharing;
 use futures_channel::oneshot;
 use serde::{Deserialize, Serialize};
 use solver::{Pass, Relay, RelayBatch, RelayError};
@@ -27,29 +28,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use storage_format::store::RecordTree;
-use xqtb_core::{JobKey, RuleSet, TableId};
-
-/// How the coordinator shares jobs between workers (`xqtb coordinator --share-by`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sharing {
-    /// The most workers one job is shared by (1: no job is shared).
-    pub workers: usize,
-    /// Jobs of at least this many entries are shared (`cycles-are-draws` jobs only, whole
-    /// tables or pawn slices: the rule phase is not shared yet).
-    pub from_entries: u64,
-    /// Failed seats leased again before the job's attempt is given up.
-    pub max_replacements: u32,
-}
-
-impl Default for Sharing {
-    fn default() -> Sharing {
-        Sharing {
-            workers: 1,
-            from_entries: 1 << 30,
-            max_replacements: 4,
-        }
-    }
-}
+use xqtb_core::{JobKey, TableId};
 
 /// A worker's seat in a shared job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -352,12 +331,8 @@ impl Shares {
     /// as asked and free, each with four groups or more (fewer where the job has fewer groups:
     /// at least one each).
     pub(crate) fn seats_for(&self, key: &JobKey, live_workers: usize) -> Option<Seat> {
-        let s = &self.sharing;
-        let shared = s.workers > 1
-            && key.table.rules == RuleSet::CyclesAreDraws
-            && key.entries() >= s.from_entries;
-        let seats = s.workers.min(live_workers);
-        if !shared || seats < 2 {
+        let seats = self.sharing.workers.min(live_workers);
+        if !self.sharing.shares(key) || seats < 2 {
             return None;
         }
         let len = key.slots.len();
@@ -701,6 +676,7 @@ impl Shares {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xqtb_core::RuleSet;
 
     fn key(sig: &str, rules: RuleSet) -> JobKey {
         JobKey::whole(TableId::new(rules, sig.parse().unwrap()))

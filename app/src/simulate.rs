@@ -66,10 +66,7 @@ pub struct Simulation {
 /// the law is an assumption, stated wherever a prediction is quoted.
 pub const SERIAL_FRACTION: f64 = 0.08;
 
-/// Speed-up per worker of a table shared by several, fitted to two workers of one thread
-/// sharing KRNvKRAB against one (BENCHMARKS.md, "Cluster"); assumed the same for more workers,
-/// where the barriers of each pass may cost more.
-pub const SHARED_EFFICIENCY: f64 = 0.89;
+pub use crate::share_policy::SHARED_EFFICIENCY;
 
 /// Wall seconds of a job costing `cpu_seconds` on `threads` threads.
 pub fn wall_seconds(cpu_seconds: f64, threads: u32) -> f64 {
@@ -98,6 +95,7 @@ pub fn simulate(
         slice_from_entries,
     };
     let mut s = Scheduler::new(config, Vec::new(), "sim".into());
+    s.share(sharing);
     s.plan(targets, |_| false);
     // Jobs became ready at: the plan's start, or the commit of their last dependency.
     let mut ready_at: BTreeMap<JobKey, f64> = BTreeMap::new();
@@ -271,9 +269,7 @@ impl Run {
         let (w, seats, cost) = (u.first, u.seats, u.cost);
         let memory = workers[w].memory_bytes.unwrap_or(0);
         let (cpu, on_disk) = if seats > 1 {
-            // Every seat keeps its groups' states on local disk.
-            let on_disk = cost.cpu_seconds_with(cost.least_bytes().min(memory.max(1)));
-            (on_disk / (seats as f64 * SHARED_EFFICIENCY), true)
+            (Sharing::seat_cpu_seconds(&cost, seats, memory), true)
         } else {
             (
                 cost.cpu_seconds_with(memory),

@@ -1,0 +1,54 @@
+//! Which jobs the coordinator shares between workers, and how long a shared job takes: the one
+//! policy the coordinator's seats ([`crate::shares`]), its leasing order
+//! ([`crate::scheduler`]) and the plan's simulation ([`crate::simulate`]) all follow.
+
+use xqtb_core::{JobCost, JobKey, RuleSet};
+
+/// Speed-up per worker of a table shared by several, fitted to two workers of one thread
+/// sharing KRNvKRAB against one (BENCHMARKS.md, "Cluster"); assumed the same for more workers,
+/// where the barriers of each pass may cost more.
+pub const SHARED_EFFICIENCY: f64 = 0.89;
+
+/// How the coordinator shares jobs between workers (`xqtb coordinator --share-by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sharing {
+    /// The most workers one job is shared by (1: no job is shared).
+    pub workers: usize,
+    /// Jobs of at least this many entries are shared (`cycles-are-draws` jobs only, whole
+    /// tables or pawn slices: the rule phase is not shared yet).
+    pub from_entries: u64,
+    /// Failed seats leased again before the job's attempt is given up.
+    pub max_replacements: u32,
+}
+
+impl Default for Sharing {
+    fn default() -> Sharing {
+        Sharing {
+            workers: 1,
+            from_entries: 1 << 30,
+            max_replacements: 4,
+        }
+    }
+}
+
+impl Sharing {
+    /// Whether job `key` is shared when workers are free for it: a `cycles-are-draws` job (a
+    /// whole table or a pawn slice; the rule phase is not shared yet) of at least the entries
+    /// asked, when jobs may be shared at all.
+    pub fn shares(&self, key: &JobKey) -> bool {
+        self.workers > 1
+            && key.table.rules == RuleSet::CyclesAreDraws
+            && key.entries() >= self.from_entries
+    }
+
+    /// The CPU seconds of each of `seats` workers sharing a job of `cost` when each can give
+    /// it `memory_bytes` (0: any): [`SHARED_EFFICIENCY`] times as fast per worker as one
+    /// worker keeping its states on local disk, which every seat does.
+    pub fn seat_cpu_seconds(cost: &JobCost, seats: usize, memory_bytes: u64) -> f64 {
+        let memory = match memory_bytes {
+            0 => cost.least_bytes(),
+            m => cost.least_bytes().min(m),
+        };
+        cost.cpu_seconds_with(memory) / (seats as f64 * SHARED_EFFICIENCY)
+    }
+}
