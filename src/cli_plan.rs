@@ -7,6 +7,7 @@
 
 use anyhow::{Result, bail};
 pub use app::human_bytes;
+use app::share_policy;
 use app::simulate::{self, SimWorker, Simulation};
 use clap::Args;
 use rayon::prelude::*;
@@ -479,6 +480,18 @@ pub fn print_simulation(sim: &Simulation, workers: &[SimWorker], t: &Totals) {
             jobs(shared.len()),
             simulate::SHARED_EFFICIENCY * 100.0
         );
+        println!(
+            "  the coordinator relays {} between their workers ({:.2} bytes per entry from each \
+             worker to each other, and each worker's parts of the table), at most {}/s at once; \
+             a worker receives at most {}/s; {} passes per shared job, each a barrier of one \
+             round trip ({} ms assumed)",
+            human_bytes(sim.relayed_bytes() as u64),
+            share_policy::RELAYED_BYTES_PER_ENTRY,
+            human_bytes(sim.peak_relay_bytes_per_second() as u64),
+            human_bytes(sim.peak_worker_bytes_per_second() as u64),
+            share_policy::SHARED_PASSES,
+            share_policy::BARRIER_ROUND_TRIP_SECONDS * 1e3
+        );
     }
     if !sim.never_ran.is_empty() {
         let names: Vec<String> = sim.never_ran.iter().take(10).map(job_name).collect();
@@ -545,7 +558,15 @@ pub fn simulation_json(sim: &Simulation, workers: &[SimWorker]) -> Json {
         "never_ran": sim.never_ran.iter().map(job_name).collect::<Vec<_>>(),
         "states_on_disk": sim.jobs.iter().filter(|j| j.states_on_disk).map(|j| job_name(&j.key)).collect::<Vec<_>>(),
         "shared_efficiency": simulate::SHARED_EFFICIENCY,
-        "shared": sim.jobs.iter().filter(|j| j.seats > 1).map(|j| json!({"job": job_name(&j.key), "workers": j.seats})).collect::<Vec<_>>(),
+        "shared": sim.jobs.iter().filter(|j| j.seats > 1).map(|j| json!({"job": job_name(&j.key), "workers": j.seats, "relayed_bytes": j.relayed_bytes})).collect::<Vec<_>>(),
+        "relay": {
+            "bytes": sim.relayed_bytes(),
+            "peak_bytes_per_second": sim.peak_relay_bytes_per_second(),
+            "peak_worker_bytes_per_second": sim.peak_worker_bytes_per_second(),
+            "bytes_per_entry": share_policy::RELAYED_BYTES_PER_ENTRY,
+            "passes_per_job": share_policy::SHARED_PASSES,
+            "barrier_round_trip_seconds": share_policy::BARRIER_ROUND_TRIP_SECONDS,
+        },
         "critical_path": sim.critical_path.iter().map(|&i| {
             let j = &sim.jobs[i];
             json!({

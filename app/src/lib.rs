@@ -51,7 +51,7 @@ mod queries;
 pub mod scheduler;
 mod searches;
 mod share_log;
-mod share_policy;
+pub mod share_policy;
 mod shares;
 mod sharing;
 pub mod simulate;
@@ -71,7 +71,8 @@ pub use limits::{
     MAX_SEARCHES, MAX_SHARE_BATCH_BYTES, MAX_UPLOAD_BYTES, check_batch_len, max_shard_bytes,
 };
 pub use searches::{AppliedLimits, CancelOnDrop, SearchAnswer, SearchLimits, Searches};
-pub use shares::{PassEnd, Seat, ShareError, ShareReport, Sharing};
+pub use share_policy::Sharing;
+pub use shares::{PassEnd, Seat, ShareError, ShareReport};
 pub use sharing::pass_of;
 pub use solver::{Pass, RelayError};
 pub use status::{JobReport, StatusReport, TableReport, human_bytes};

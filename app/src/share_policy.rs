@@ -1,5 +1,5 @@
 //! Which jobs the coordinator shares between workers, and how long a shared job takes: the one
-//! policy the coordinator's seats ([`crate::shares`]), its leasing order
+//! policy the coordinator's seats (`shares.rs`), its leasing order
 //! ([`crate::scheduler`]) and the plan's simulation ([`crate::simulate`]) all follow.
 
 use xqtb_core::{JobCost, JobKey, RuleSet};
@@ -8,6 +8,20 @@ use xqtb_core::{JobCost, JobKey, RuleSet};
 /// sharing KRNvKRAB against one (BENCHMARKS.md, "Cluster"); assumed the same for more workers,
 /// where the barriers of each pass may cost more.
 pub const SHARED_EFFICIENCY: f64 = 0.89;
+
+/// Bytes the relay carries from one worker to each other per entry of a shared table: the
+/// start's words and the words of the levels' resolutions, fitted to KRNvKRAB shared by two
+/// (docs/scaling.md, "Traffic": the larger of the two tables measured there).
+pub const RELAYED_BYTES_PER_ENTRY: f64 = 0.41;
+
+/// Passes of a shared table, each ending at a barrier (a round trip to the coordinator): the
+/// most of the tables measured (docs/scaling.md, "Traffic"); the levels of larger tables may
+/// take more.
+pub const SHARED_PASSES: u32 = 140;
+
+/// The round trip of a barrier between a worker and the coordinator: an assumption for
+/// machines on one local network.
+pub const BARRIER_ROUND_TRIP_SECONDS: f64 = 0.001;
 
 /// How the coordinator shares jobs between workers (`xqtb coordinator --share-by`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,5 +64,17 @@ impl Sharing {
             m => cost.least_bytes().min(m),
         };
         cost.cpu_seconds_with(memory) / (seats as f64 * SHARED_EFFICIENCY)
+    }
+
+    /// The bytes the coordinator relays for a job of `cost` shared by `seats` workers: each
+    /// worker's words of the levels and its parts of the stored table go to each of the others.
+    pub fn relayed_bytes(cost: &JobCost, seats: usize) -> f64 {
+        let per_worker = RELAYED_BYTES_PER_ENTRY * cost.entries as f64 + cost.stored_bytes as f64;
+        seats.saturating_sub(1) as f64 * per_worker
+    }
+
+    /// The wall seconds the barriers of a shared job add: a round trip per pass.
+    pub fn barrier_seconds() -> f64 {
+        f64::from(SHARED_PASSES) * BARRIER_ROUND_TRIP_SECONDS
     }
 }

@@ -20,7 +20,7 @@
 
 use crate::scheduler::{JobRecord, Lease};
 use crate::share_log::FileLog;
-pub use crate::share_policy::Sharing;
+use crate::share_policy::Sharing;
 use futures_channel::oneshot;
 use serde::{Deserialize, Serialize};
 use solver::{Pass, Relay, RelayBatch, RelayError};

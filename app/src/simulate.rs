@@ -5,7 +5,8 @@
 //! policy of sharing a table between workers ([`Sharing`]).
 
 use crate::scheduler::{JobState, Scheduler, SchedulerConfig};
-use crate::shares::{Shares, Sharing};
+use crate::share_policy::Sharing;
+use crate::shares::Shares;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use xqtb_core::{JobCost, JobKey, TableId};
@@ -42,6 +43,12 @@ pub struct SimulatedJob {
     pub seats: usize,
     /// The workers that held its other seats (indexes into the workers).
     pub shared_with: Vec<usize>,
+    /// Seconds from the start when its last seat was taken and it began (its start, when not
+    /// shared).
+    pub began_s: f64,
+    /// Bytes the coordinator relayed between its seats ([`Sharing::relayed_bytes`]; 0 when
+    /// not shared).
+    pub relayed_bytes: f64,
 }
 
 /// The outcome of a simulated run.
@@ -58,6 +65,43 @@ pub struct Simulation {
     pub never_ran: Vec<JobKey>,
     /// Share of the workers' thread time spent on jobs (0..1).
     pub utilisation: f64,
+}
+
+impl Simulation {
+    /// The most bytes a second the coordinator relays at once, each shared job's traffic
+    /// spread evenly over its run.
+    pub fn peak_relay_bytes_per_second(&self) -> f64 {
+        let mut changes: Vec<(f64, f64)> = Vec::new();
+        for j in self.jobs.iter().filter(|j| j.relayed_bytes > 0.0) {
+            let rate = j.relayed_bytes / (j.end_s - j.began_s).max(1e-3);
+            changes.push((j.began_s, rate));
+            changes.push((j.end_s, -rate));
+        }
+        // Ends before starts at the same moment: a job ending as another begins does not
+        // overlap it.
+        changes.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        let (mut now, mut peak) = (0.0f64, 0.0f64);
+        for (_, change) in changes {
+            now += change;
+            peak = peak.max(now);
+        }
+        peak
+    }
+
+    /// The most bytes a second one worker receives from the relay: the largest over the shared
+    /// jobs of what each of its seats receives, spread over its run.
+    pub fn peak_worker_bytes_per_second(&self) -> f64 {
+        self.jobs
+            .iter()
+            .filter(|j| j.seats > 1)
+            .map(|j| j.relayed_bytes / j.seats as f64 / (j.end_s - j.began_s).max(1e-3))
+            .fold(0.0, f64::max)
+    }
+
+    /// The bytes the coordinator relays in all.
+    pub fn relayed_bytes(&self) -> f64 {
+        self.jobs.iter().map(|j| j.relayed_bytes).sum()
+    }
 }
 
 /// Fraction of a job that does not speed up with threads (Amdahl's law): on two threads a job's
@@ -80,7 +124,8 @@ pub fn wall_seconds(cpu_seconds: f64, threads: u32) -> f64 {
 /// `sharing` allows, less the seats of other shared jobs not yet full), as the coordinator
 /// counts them: the idle workers take theirs when it is leased, the others as they come free
 /// (before any other job), and it runs from when the last seat is taken,
-/// [`SHARED_EFFICIENCY`] times as fast per worker, its states on disk.
+/// [`SHARED_EFFICIENCY`] times as fast per worker, its states on disk, plus a round trip for
+/// each pass's barrier; the coordinator relays [`Sharing::relayed_bytes`] for it.
 pub fn simulate(
     targets: &[TableId],
     workers: &[SimWorker],
@@ -276,7 +321,10 @@ impl Run {
                 cost.keeps_states_on_disk(memory),
             )
         };
-        let secs = wall_seconds(cpu, workers[w].threads);
+        let mut secs = wall_seconds(cpu, workers[w].threads);
+        if seats > 1 {
+            secs += Sharing::barrier_seconds();
+        }
         let end_ms = now_ms + (secs * 1e3).ceil().max(1.0) as u64;
         self.busy_thread_s += secs * workers[w].threads as f64 * seats as f64;
         let start_s = u.leased_ms as f64 / 1e3;
@@ -293,6 +341,8 @@ impl Run {
             states_on_disk: on_disk,
             seats,
             shared_with: u.others,
+            began_s: now_ms as f64 / 1e3,
+            relayed_bytes: Sharing::relayed_bytes(&cost, seats),
         });
         self.running.push(Reverse((end_ms, w, Some(u.lease))));
     }
@@ -452,6 +502,37 @@ mod tests {
     /// A table shared as the coordinator shares it takes the idle workers when it is leased,
     /// and ends sooner than on one of them; smaller tables and asian ones are not shared.
     #[test]
+    fn the_relay_peaks_where_shared_jobs_overlap() {
+        let key = JobKey::whole(table("KRNvKR"));
+        let job = |began_s: f64, end_s: f64, relayed_bytes: f64| SimulatedJob {
+            key,
+            worker: 0,
+            start_s: 0.0,
+            end_s,
+            waited_s: 0.0,
+            states_on_disk: true,
+            seats: 2,
+            shared_with: vec![1],
+            began_s,
+            relayed_bytes,
+        };
+        let sim = |jobs| Simulation {
+            jobs,
+            makespan_s: 40.0,
+            critical_path: Vec::new(),
+            never_ran: Vec::new(),
+            utilisation: 1.0,
+        };
+        // 100 B/s from 0 to 10 s and 300 B/s from 5 to 15 s overlap; one from 10 s does not.
+        let overlapping = sim(vec![job(0.0, 10.0, 1000.0), job(5.0, 15.0, 3000.0)]);
+        assert_eq!(overlapping.peak_relay_bytes_per_second(), 400.0);
+        assert_eq!(overlapping.peak_worker_bytes_per_second(), 150.0);
+        let one_after_another = sim(vec![job(0.0, 10.0, 1000.0), job(10.0, 20.0, 3000.0)]);
+        assert_eq!(one_after_another.peak_relay_bytes_per_second(), 300.0);
+        assert_eq!(one_after_another.relayed_bytes(), 4000.0);
+    }
+
+    #[test]
     fn a_shared_table_takes_idle_workers_and_ends_sooner() {
         let rules = RuleSet::CyclesAreDraws;
         let krnkr = TableId::new(rules, "KRNvKR".parse().unwrap());
@@ -476,6 +557,24 @@ mod tests {
         assert!(four.end_s - four.start_s < (one.end_s - one.start_s) / 2.0);
         assert!(shared.makespan_s < alone.makespan_s);
         assert!(shared.jobs.iter().filter(|j| j.seats > 1).count() == 1);
+        // Each of the four workers sends its words and its parts to the three others, the
+        // relay's traffic spread over the job's run (only the one shared job relays).
+        let cost = JobCost::of(&four.key);
+        let per_worker = crate::share_policy::RELAYED_BYTES_PER_ENTRY * entries as f64
+            + cost.stored_bytes as f64;
+        assert_eq!(four.relayed_bytes, 3.0 * per_worker);
+        assert_eq!((one.relayed_bytes, alone.relayed_bytes()), (0.0, 0.0));
+        assert_eq!(shared.relayed_bytes(), four.relayed_bytes);
+        let run = four.end_s - four.began_s;
+        assert!(run > 0.0 && four.began_s >= four.start_s);
+        assert_eq!(
+            shared.peak_relay_bytes_per_second(),
+            four.relayed_bytes / run
+        );
+        assert_eq!(
+            shared.peak_worker_bytes_per_second(),
+            four.relayed_bytes / 4.0 / run
+        );
         let asian = TableId::new(RuleSet::Asian, krnkr.signature);
         let sim = simulate(&[asian], &workers(4, 1, None), u64::MAX, sharing);
         assert!(sim.jobs.iter().all(|j| j.seats == 1));
