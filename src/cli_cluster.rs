@@ -54,7 +54,9 @@ pub struct CoordinatorArgs {
     /// Share each cycles-are-draws job (a whole table or a pawn slice) of at least
     /// --share-from-entries entries between up to this many workers at once, level by level (1: solve every job on one
     /// worker). The workers exchange their updates through the coordinator, which keeps them
-    /// until the table is done so that a failed worker's seat can be taken over.
+    /// until the table is done so that a failed worker's seat can be taken over; it sends
+    /// each worker's updates to the W - 1 others (`xqtb plan --workers N --share-by W` predicts
+    /// the traffic).
     #[arg(long, default_value_t = 1, value_name = "WORKERS")]
     share_by: usize,
     /// The smallest job shared (entries: slots times both sides to move).
