@@ -173,6 +173,23 @@ impl<'a, S: BlockSource + ?Sized> SharedBlocks<'a, S> {
         }
     }
 
+    /// The table read.
+    pub(crate) fn source(&self) -> &'a S {
+        self.source
+    }
+
+    /// The code of job slot `slot` (from the source's first slot) with `side` to move, read
+    /// without a reader's front: for the odd lookup, such as a move into another slice.
+    /// [`Value::ILLEGAL_CODE`] where illegal, or where its block cannot be read (kept in
+    /// `failed`, like a reader's).
+    pub(crate) fn code(&self, side: Color, slot: u64) -> u16 {
+        let block_slots = self.source.block_slots().max(1);
+        let block = slot / block_slots;
+        self.load(side, block)
+            .and_then(|codes| codes.get((slot - block * block_slots) as usize).copied())
+            .unwrap_or(Value::ILLEGAL_CODE)
+    }
+
     /// A reader for one thread.
     pub(crate) fn reader(&self) -> BlockReader<'_, 'a, S> {
         BlockReader {
@@ -247,7 +264,10 @@ impl<S: BlockSource + ?Sized> Codes for BlockReader<'_, '_, S> {
 mod tests {
     use crate::{JobError, Legal, verify, verify_blocks, verify_blocks_of_worker};
     use xiangqi::Color;
-    use xqtb_core::{BlockSource, RuleSet, Signature, Table, TableId, TableIndex, Value};
+    use xqtb_core::{
+        BlockSource, Probe, Rule, RuleSet, Signature, SlotRange, Table, TableCounts, TableId,
+        TableIndex, Value,
+    };
 
     /// A table read in blocks of `n` slots: small blocks, more of them than a reader keeps,
     /// whose illegal slots hold the code before them, as stored blocks do.
@@ -259,6 +279,9 @@ mod tests {
         }
         fn rules(&self) -> RuleSet {
             self.0.rules()
+        }
+        fn slots(&self) -> SlotRange {
+            self.0.slots()
         }
         fn block_slots(&self) -> u64 {
             self.1
@@ -283,7 +306,8 @@ mod tests {
     }
 
     /// Verifying from blocks counts what verifying the decoded table counts, catches a wrong
-    /// value, and reports a block it cannot read; it takes only `cycles-are-draws`.
+    /// value, and reports a block it cannot read; only a `cycles-are-draws` table is verified a
+    /// worker's share at a time.
     #[test]
     fn a_table_verified_from_its_blocks_is_verified_as_whole() {
         let sig: Signature = "KRvKN".parse().unwrap();
@@ -333,7 +357,153 @@ mod tests {
 
         let asian = crate::solve_closure_in_memory(&[sig], RuleSet::Asian, |_, _| {}).unwrap();
         let table = asian.get(&TableId::new(RuleSet::Asian, sig)).unwrap();
-        let err = verify_blocks(&Blocks(table, 100), &legal, &asian, &|_| {}).unwrap_err();
+        let of_worker =
+            |t: &Blocks| verify_blocks_of_worker(t, &legal, &asian, &|_| {}, (0, 3), group_slots);
+        let err = of_worker(&Blocks(table, 100)).unwrap_err();
         assert!(err.to_string().contains("cycles-are-draws"), "{err}");
+    }
+
+    /// `table` verified decoded and from its blocks (small ones, illegal slots filled): the
+    /// same counts, or both refuse it for a wrong value (their errors, in that order).
+    fn both_ways(table: &Table, deps: &dyn Probe) -> Result<TableCounts, (String, String)> {
+        let legal = Legal::of(table.index(), table.slots());
+        let blocks = verify_blocks(&Blocks(table, 100), &legal, deps, &|_| {});
+        match (verify(table, deps), blocks) {
+            (Ok(whole), Ok(blocks)) => {
+                assert_eq!(whole, blocks, "the counts differ");
+                Ok(whole)
+            }
+            (Err(whole), Err(JobError::Verify(blocks))) => {
+                assert_eq!(whole.signature, blocks.signature);
+                Err((whole.to_string(), blocks.to_string()))
+            }
+            (whole, blocks) => panic!("decoded: {whole:?}; from blocks: {blocks:?}"),
+        }
+    }
+
+    /// Entries of `table` with a rule value.
+    fn rule_values(table: &Table) -> usize {
+        Color::ALL
+            .iter()
+            .map(|&side| {
+                let codes = table.codes(side);
+                codes
+                    .iter()
+                    .filter(|&c| Value::decode(c).rule().is_some())
+                    .count()
+            })
+            .sum()
+    }
+
+    /// `table` with every entry that `pick` takes (side to move, code) set to `to`, and how many
+    /// were.
+    fn changed(table: &Table, pick: impl Fn(Color, u16) -> bool, to: Value) -> (Table, usize) {
+        let mut changed = table.clone();
+        let mut n = 0;
+        changed.map_codes(|side, _, c| {
+            if pick(side, c) {
+                n += 1;
+                to.encode()
+            } else {
+                c
+            }
+        });
+        (changed, n)
+    }
+
+    /// Asian tables with rule values verified from their blocks pass as they pass decoded, with
+    /// the same counts, and are refused where they are refused decoded: a terminal of each rule
+    /// stored as a draw, and every rule value forgotten (which only the search for traps among
+    /// the draws can tell).
+    #[test]
+    fn an_asian_table_verified_from_its_blocks_is_verified_as_whole() {
+        for name in ["KRvKN", "KCAvKN"] {
+            let sig: Signature = name.parse().unwrap();
+            let rules = RuleSet::Asian;
+            let tables = crate::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
+            let table = tables.get(&TableId::new(rules, sig)).unwrap();
+            assert!(rule_values(table) > 1000, "{name}");
+            let counts = both_ways(table, &tables).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+            assert!(counts.legal() > 0, "{name}");
+
+            for rule in [Rule::PerpetualCheck, Rule::PerpetualChase] {
+                let terminal =
+                    |v: Value| matches!(v, Value::RuleLoss(r) if r.plies == 0 && r.rule == rule);
+                // The first terminal of the rule, Black to move.
+                let codes = table.codes(Color::Black);
+                let Some(t) = (0..codes.len()).find(|&i| terminal(Value::decode(codes.get(i))))
+                else {
+                    continue;
+                };
+                let mut bad = (**table).clone();
+                bad.set_code(Color::Black, t, Value::DRAW_CODE);
+                let (_, blocks) = both_ways(&bad, &tables).expect_err(name);
+                eprintln!("{name}, a terminal of {} as a draw: {blocks}", rule.name());
+            }
+            let forgotten = |_: Color, c: u16| Value::decode(c).rule().is_some();
+            let (bad, n) = changed(table, forgotten, Value::Draw);
+            assert!(n > 1000);
+            let (whole, blocks) = both_ways(&bad, &tables).expect_err(name);
+            assert!(whole.contains("trapped into"), "{name}: {whole}");
+            assert!(blocks.contains("trapped into"), "{name}: {blocks}");
+        }
+    }
+
+    /// An Asian table of several pawn slices is verified from its blocks slice by slice, as
+    /// decoded: each slice reads the others through the same blocks, like captures. So is a
+    /// job of several slices, reading the slices before it from `deps`. A wrong value in one
+    /// slice is refused both ways.
+    #[test]
+    fn an_asian_table_of_slices_verified_from_its_blocks_is_verified_as_whole() {
+        let sig: Signature = "KNvKPP".parse().unwrap();
+        let rules = RuleSet::Asian;
+        let id = TableId::new(rules, sig);
+        // Without the table itself: its slices are read from its own blocks.
+        let below: Vec<Signature> = sig.closure().into_iter().filter(|&d| d != sig).collect();
+        let tables = crate::solve_closure_in_memory(&below, rules, |_, _| {}).unwrap();
+        assert!(!tables.has_table(&id));
+        let table = &crate::solve(id, &tables, &|_| {}).unwrap();
+        let index = table.index();
+        assert!(index.slices().len() > 1);
+        assert!(rule_values(table) > 0);
+        both_ways(table, &tables).unwrap();
+
+        // The slices from the fourth on in slot order read the first three.
+        let first = SlotRange {
+            start: 0,
+            end: index.slice_span(2).end,
+        };
+        let next = SlotRange {
+            start: first.end,
+            end: index.slice_span(6).end,
+        };
+        assert!(index.slices_in(next) > 1);
+        let part = |slots: SlotRange| {
+            let codes = Color::ALL.map(|side| {
+                let at = slots.start as usize..slots.end as usize;
+                table.codes(side).slice(at).into_owned()
+            });
+            Table::part(index.clone(), rules, slots, codes)
+        };
+        let mut done = crate::SliceDeps::new(id, &tables);
+        done.insert(std::sync::Arc::new(part(first)));
+        let later = part(next);
+        let counts = both_ways(&later, &done).unwrap();
+        assert!(counts.legal() > 0);
+
+        // A terminal stored as a draw, in whichever slice holds the first one.
+        let terminal = |c: u16| matches!(Value::decode(c), Value::RuleLoss(r) if r.plies == 0);
+        let (side, t) = Color::ALL
+            .iter()
+            .find_map(|&side| {
+                let codes = table.codes(side);
+                (0..codes.len())
+                    .find(|&i| terminal(codes.get(i)))
+                    .map(|i| (side, i))
+            })
+            .expect("a terminal");
+        let mut bad = table.clone();
+        bad.set_code(side, t, Value::DRAW_CODE);
+        both_ways(&bad, &tables).expect_err("caught");
     }
 }

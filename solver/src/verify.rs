@@ -14,13 +14,19 @@
 //! A part of a table (pawn slices, [`Table::part`]) is verified the same way: a move out of its
 //! slots (a pawn's step forward into another slice) is looked up in `deps` like a capture, so
 //! the slices a part's advances lead into must be available there, verified before.
+//!
+//! Under the Asian rules the local pass leaves the rule-decided values to the rule checks of
+//! [`crate::verify_rules`]. Both read the table's codes only through a reader per thread
+//! ([`Codes`]): the decoded table ([`verify`]), or its encoded blocks through a cache of bounded
+//! size ([`verify_blocks`]), with the same verdict either way.
 
 use crate::CHUNK_SLOTS;
 use crate::block_reader::{Legal, SharedBlocks};
 use crate::error::{JobError, VerifyError};
 use crate::position::{LEAVES, SlotPosition};
 use crate::progress::Progress;
-use crate::table_codes::Codes;
+use crate::table_codes::{Codes, Readers, SliceCodes};
+use crate::verify_rules::{Checked, Findings};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use xiangqi::{Board, Color};
@@ -48,12 +54,7 @@ pub fn verify_reporting(
     if table.rules().solves_slices_apart(index) && index.slices_in(slots) > 1 {
         let with_table = Within { table, deps };
         let mut counts = TableCounts::default();
-        for i in index.slice_of(slots.start)..=index.slice_of(slots.end - 1) {
-            let span = index.slice_span(i);
-            let span = SlotRange {
-                start: span.start.max(slots.start),
-                end: span.end.min(slots.end),
-            };
+        for span in slice_spans(index, slots) {
             let at = (span.start - slots.start) as usize..(span.end - slots.start) as usize;
             let codes = Color::ALL.map(|side| table.codes(side).slice(at.clone()).into_owned());
             let part = Table::part(index.clone(), table.rules(), span, codes);
@@ -65,15 +66,50 @@ pub fn verify_reporting(
     // for cycles-are-draws.
     match table.rules() {
         RuleSet::CyclesAreDraws => verify_values(table, deps, progress, None),
-        RuleSet::Asian => {
-            let found = crate::verify_rules::Findings::new(table.slots().len());
-            let t0 = std::time::Instant::now();
-            let counts = verify_values(table, deps, progress, Some(&found))?;
-            tracing::debug!(secs = t0.elapsed().as_secs_f64(), "local pass");
-            crate::verify_rules::check(table, deps, found)?;
-            Ok(counts)
-        }
+        RuleSet::Asian => verify_asian(index, slots, &|| table, deps, progress),
     }
+}
+
+/// The slots of each pawn slice of `index` within `slots`, in slot order.
+fn slice_spans(index: &TableIndex, slots: SlotRange) -> impl Iterator<Item = SlotRange> + '_ {
+    (index.slice_of(slots.start)..=index.slice_of(slots.end - 1)).map(move |i| {
+        let span = index.slice_span(i);
+        SlotRange {
+            start: span.start.max(slots.start),
+            end: span.end.min(slots.end),
+        }
+    })
+}
+
+/// Verifies an Asian table (or a part of one slice) of `index` holding `slots`, each thread
+/// reading its codes through a reader `readers` makes: the local pass, then the rule checks
+/// ([`crate::verify_rules`]) on what it found.
+fn verify_asian<R: Readers>(
+    index: &TableIndex,
+    slots: SlotRange,
+    readers: &R,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<TableCounts, Box<VerifyError>> {
+    let found = Findings::new(slots.len());
+    let t0 = std::time::Instant::now();
+    let counts = local_pass(
+        index,
+        slots,
+        || readers.reader(),
+        deps,
+        progress,
+        Some(&found),
+        &|_| true,
+    )?;
+    tracing::debug!(secs = t0.elapsed().as_secs_f64(), "local pass");
+    let table = Checked {
+        index,
+        slots,
+        readers,
+    };
+    crate::verify_rules::check(&table, deps, found)?;
+    Ok(counts)
 }
 
 /// A table (or a part) read in place over the tables below it: what the verification of its own
@@ -145,25 +181,28 @@ pub(crate) fn verify_values(
     )
 }
 
-/// Verifies every entry of a table under `cycles-are-draws` as [`verify`] does, reading the
-/// table's own codes a block at a time from `source` (such as the table just encoded) through a
-/// cache of bounded size shared by the threads, instead of decoded whole, so memory stays small
-/// whatever the table's size. `legal` says which entries are legal (a stored block's illegal
-/// slots hold a filler): from the solve ([`crate::solve_range_in_parts`]) or computed
-/// ([`Legal::of`]); every entry's legality is checked against its position all the same.
-/// Returns the table's counts.
+/// Verifies every entry of a table (or a part) as [`verify`] does, with the same verdict,
+/// reading the table's own codes a block at a time from `source` (such as the table just
+/// encoded) through a cache of bounded size shared by the threads, instead of decoded whole, so
+/// that the codes take little memory whatever the table's size (under `asian` the rule checks'
+/// graphs and sets still grow with the table). `legal` says which entries are legal (a stored
+/// block's illegal slots hold a filler): from the solve ([`crate::solve_range_in_parts`]) or
+/// computed ([`Legal::of`]); every entry's legality is checked against its position all the
+/// same. Returns the table's counts.
 pub fn verify_blocks<S: BlockSource + ?Sized>(
     source: &S,
     legal: &Legal,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<TableCounts, JobError> {
-    verify_blocks_where(source, legal, deps, progress, &|_| true)
+    verify_blocks_where(source, legal, deps, progress, None)
 }
 
 /// [`verify_blocks`] of the entries of worker `worker`'s groups only, for a table that
 /// `workers` workers shared in groups of about `group_slots` slots ([`crate::Share::owner`]):
-/// each verifies its own, reading the whole table. Returns the counts of those entries.
+/// each verifies its own, reading the whole table. Returns the counts of those entries. Only
+/// `cycles-are-draws` tables are shared (see [`crate::solve_range_in`]): the rule checks of an
+/// `asian` table look across all of its entries at once, so another rule set is an error.
 pub fn verify_blocks_of_worker<S: BlockSource + ?Sized>(
     source: &S,
     legal: &Legal,
@@ -174,22 +213,27 @@ pub fn verify_blocks_of_worker<S: BlockSource + ?Sized>(
 ) -> Result<TableCounts, JobError> {
     let group = |slot| crate::level_groups::group_of(slot, group_slots);
     let owns = |slot: u64| crate::level_share::owner_of(group(slot), workers) == worker;
-    verify_blocks_where(source, legal, deps, progress, &owns)
+    verify_blocks_where(source, legal, deps, progress, Some(&owns))
 }
 
-/// [`verify_blocks`] of the chunks whose first job slot `verify_chunk` takes.
+/// [`verify_blocks`] of the chunks whose first job slot `verify_chunk` takes (every chunk when
+/// `None`; only a `cycles-are-draws` table is verified a share at a time).
 fn verify_blocks_where<S: BlockSource + ?Sized>(
     source: &S,
     legal: &Legal,
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
-    verify_chunk: &(dyn Fn(u64) -> bool + Sync),
+    verify_chunk: Option<&(dyn Fn(u64) -> bool + Sync)>,
 ) -> Result<TableCounts, JobError> {
     let signature = source.index().signature();
-    if source.rules() != RuleSet::CyclesAreDraws {
+    if source.rules() != RuleSet::CyclesAreDraws && verify_chunk.is_some() {
         return Err(JobError::Blocks(
             signature,
-            "only cycles-are-draws tables are verified a block at a time".into(),
+            format!(
+                "only cycles-are-draws tables are verified a share at a time, not {}: the rule \
+                 checks look across the whole table",
+                source.rules()
+            ),
         ));
     }
     assert_eq!(
@@ -200,20 +244,107 @@ fn verify_blocks_where<S: BlockSource + ?Sized>(
     let entries = 2 * source.slots().len();
     let cache_bytes = xqtb_core::verify_cache_bytes(entries);
     let shared = SharedBlocks::new(source, legal, cache_bytes);
-    let reader = || shared.reader();
-    let counts = local_pass(
-        source.index(),
-        source.slots(),
-        reader,
-        deps,
-        progress,
-        None,
-        verify_chunk,
-    );
+    let counts = match source.rules() {
+        RuleSet::CyclesAreDraws => local_pass(
+            source.index(),
+            source.slots(),
+            || shared.reader(),
+            deps,
+            progress,
+            None,
+            verify_chunk.unwrap_or(&|_| true),
+        ),
+        RuleSet::Asian => verify_asian_blocks(&shared, deps, progress),
+    };
     if let Some(e) = shared.failed.into_inner().expect("block read failures") {
         return Err(JobError::Blocks(signature, e));
     }
     Ok(counts?)
+}
+
+/// [`verify_asian`] of the table `shared` reads, as [`verify_reporting`] verifies it decoded:
+/// a table of several pawn slices slice by slice, each reading the others through the same
+/// cache as it reads captures ([`BlocksWithin`]).
+fn verify_asian_blocks<S: BlockSource + ?Sized>(
+    shared: &SharedBlocks<S>,
+    deps: &dyn Probe,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<TableCounts, Box<VerifyError>> {
+    let source = shared.source();
+    let (index, slots) = (source.index(), source.slots());
+    if !source.rules().solves_slices_apart(index) || index.slices_in(slots) <= 1 {
+        return verify_asian(index, slots, &|| shared.reader(), deps, progress);
+    }
+    let within = BlocksWithin { shared, deps };
+    let mut counts = TableCounts::default();
+    for span in slice_spans(index, slots) {
+        let readers = || SliceCodes {
+            codes: shared.reader(),
+            slots: span,
+        };
+        counts = counts.merge(verify_asian(index, span, &readers, &within, progress)?);
+    }
+    Ok(counts)
+}
+
+/// A table (or a part) read a block at a time over the tables below it: what the verification
+/// of its own slices reads, as [`Within`] for a decoded table.
+struct BlocksWithin<'s, 'a, S: ?Sized> {
+    shared: &'s SharedBlocks<'a, S>,
+    deps: &'s dyn Probe,
+}
+
+impl<S: BlockSource + ?Sized> BlocksWithin<'_, '_, S> {
+    fn id(&self) -> TableId {
+        let source = self.shared.source();
+        TableId::new(source.rules(), source.index().signature())
+    }
+}
+
+impl<S: BlockSource + ?Sized> Probe for BlocksWithin<'_, '_, S> {
+    fn probe(&self, rules: RuleSet, board: &xiangqi::Board) -> Result<Value, ProbeError> {
+        let o = xqtb_core::Orientation::of_board(board);
+        if TableId::new(rules, o.signature) != self.id() {
+            return self.deps.probe(rules, board);
+        }
+        let source = self.shared.source();
+        let slot = source
+            .index()
+            .slot_of(board, o.rotated)
+            .map_err(|e| ProbeError::Illegal(e.to_string()))?;
+        let held = source.slots();
+        if !(held.start <= slot && slot < held.end) {
+            return self.deps.probe(rules, board);
+        }
+        let side = o.side(board.side_to_move());
+        match Value::decode(self.shared.code(side, slot - held.start)) {
+            Value::Illegal => Err(ProbeError::Illegal(
+                "the side not to move is in check".into(),
+            )),
+            v => Ok(v),
+        }
+    }
+
+    fn has_table(&self, id: &TableId) -> bool {
+        let source = self.shared.source();
+        let whole = source.slots() == SlotRange::whole(&source.index().signature());
+        (*id == self.id() && whole) || self.deps.has_table(id)
+    }
+
+    fn has_slots(&self, id: &TableId, slots: SlotRange) -> bool {
+        let held = self.shared.source().slots();
+        (*id == self.id() && held.start <= slots.start && slots.end <= held.end)
+            || self.deps.has_slots(id, slots)
+    }
+
+    fn table(&self, id: &TableId) -> Option<&Table> {
+        // Never decoded whole: the solver's readers of a table held in memory do not apply.
+        if *id == self.id() {
+            None
+        } else {
+            self.deps.table(id)
+        }
+    }
 }
 
 /// The local pass over the table of `index` holding `slots`, each thread reading its codes

@@ -25,15 +25,26 @@
 //!
 //! These checks run after the local pass has accepted every entry, so the table's illegal marks
 //! can be trusted to tell illegal moves.
+//!
+//! They read the table's codes through a reader per thread ([`Checked`]): the decoded table, or
+//! its encoded blocks through the verifier's cache ([`crate::verify_blocks`]). Each pass reads
+//! the slots in order, a chunk at a time, and a position's successors near it, as the local
+//! pass does; but each round's passes go over the table again, so read from blocks through a
+//! cache smaller than the table they decode most blocks anew every time: more processor time,
+//! for not holding the table. What they build (the node sets and the graphs) is held whole
+//! either way.
 
 use crate::error::VerifyError;
 use crate::position::{LEAVES, SlotPosition};
+use crate::table_codes::{Codes, Readers};
 use rayon::prelude::*;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use xiangqi::repetition::{MoveClasses, gives_check};
 use xiangqi::{Board, Color, Move, MoveList, PieceKind, Square};
-use xqtb_core::{MAX_PIECES, MoveReading, Probe, ProbeError, Rule, RuleValue, Table, Value};
+use xqtb_core::{
+    MAX_PIECES, MoveReading, Probe, ProbeError, Rule, RuleValue, SlotRange, TableIndex, Value,
+};
 
 /// Whether the side to move of `board` can only offend or lose, given that every legal move
 /// leaving the table (or part), a capture or a pawn's step into another slice, loses for it:
@@ -406,9 +417,26 @@ fn follow(pieces: &[xiangqi::Piece], src: &[u8], dst: &[u8], m: Move) -> [u8; MA
     out
 }
 
+/// The table (or part) the rule checks verify: its index and the slots it holds, its codes read
+/// through a reader per thread that `readers` makes (the decoded table itself, or a reader of
+/// its encoded blocks through a shared cache: the checks never need the table whole).
+pub(crate) struct Checked<'a, R> {
+    pub(crate) index: &'a TableIndex,
+    pub(crate) slots: SlotRange,
+    pub(crate) readers: &'a R,
+}
+
+impl<R: Readers> Checked<'_, R> {
+    /// A position of the table for one thread.
+    fn position<'p>(&'p self, pieces: &'p [xiangqi::Piece]) -> SlotPosition<'p> {
+        SlotPosition::new(self.index, pieces, self.slots)
+    }
+}
+
 /// The follow maps of a graph's arcs (see [`Net::follows`]), gathered from many threads.
 struct Follows<'a> {
-    table: &'a Table,
+    index: &'a TableIndex,
+    slots: SlotRange,
     pieces: &'a [xiangqi::Piece],
     /// Whether the table has identical pieces (else every arc keeps flat positions).
     identical: bool,
@@ -416,9 +444,10 @@ struct Follows<'a> {
 }
 
 impl<'a> Follows<'a> {
-    fn new(table: &'a Table, pieces: &'a [xiangqi::Piece]) -> Follows<'a> {
+    fn new(index: &'a TableIndex, slots: SlotRange, pieces: &'a [xiangqi::Piece]) -> Follows<'a> {
         Follows {
-            table,
+            index,
+            slots,
             pieces,
             identical: (1..pieces.len()).any(|i| pieces[i] == pieces[i - 1]),
             maps: Mutex::new(Vec::new()),
@@ -426,9 +455,11 @@ impl<'a> Follows<'a> {
     }
 
     /// The follow field of the arc of move `m` from job slot `slot` (`side` to move, stored
-    /// placement `src`) into job slot `q`.
-    fn of(
+    /// placement `src`) into job slot `q`; `codes` reads the table's codes (for a failure's
+    /// report).
+    fn of<C: Codes>(
         &self,
+        codes: &C,
         side: Color,
         slot: u64,
         src: &[u8; MAX_PIECES],
@@ -439,8 +470,7 @@ impl<'a> Follows<'a> {
             return Ok(0);
         }
         let mut dst = [0u8; MAX_PIECES];
-        let start = self.table.slots().start;
-        self.table.index().decode(start + q, &mut dst);
+        self.index.decode(self.slots.start + q, &mut dst);
         let f = follow(self.pieces, src, &dst, m);
         if (0..self.pieces.len()).all(|i| f[i] as usize == i) {
             return Ok(0);
@@ -454,7 +484,7 @@ impl<'a> Follows<'a> {
             }
             None => {
                 return Err(fail_at(
-                    self.table,
+                    codes,
                     side,
                     slot,
                     "too many ways of following identical pieces".into(),
@@ -467,10 +497,11 @@ impl<'a> Follows<'a> {
     /// gives, for a legal successor's job slot and code, the arc's target when the successor is a
     /// node of the set. Arcs carry their follow fields. `leaving_lose`: the local pass has shown
     /// that every legal move leaving the table loses for the mover (a seed: a terminal, or a draw
-    /// forced to offend), so those moves are not probed.
+    /// forced to offend), so those moves are not probed. `codes` reads the table's codes.
     #[allow(clippy::too_many_arguments)]
-    fn node_arcs(
+    fn node_arcs<C: Codes>(
         &self,
+        codes: &C,
         deps: &dyn Probe,
         won: &(dyn Fn(Value) -> bool + Sync),
         pos: &mut SlotPosition,
@@ -480,18 +511,16 @@ impl<'a> Follows<'a> {
         leaving_lose: bool,
         out: &mut Vec<u64>,
     ) -> Result<bool, Box<VerifyError>> {
-        let table = self.table;
         let mut src = [0u8; MAX_PIECES];
         if self.identical {
-            table.index().decode(table.slots().start + slot, &mut src);
+            self.index.decode(self.slots.start + slot, &mut src);
         }
         let them = side.opponent();
-        let next = table.codes(them);
         if !pos.load(slot, side) {
             return Ok(false);
         }
         // Every move is looked at: their successors' codes are fetched all at once.
-        pos.successors(|q| next.prefetch(q));
+        pos.successors(|q| codes.prefetch(them, q as u64));
         let pos = &*pos;
         let board = &pos.board;
         let (moves, slots) = pos.last_successors();
@@ -509,7 +538,7 @@ impl<'a> Follows<'a> {
                 continue;
             }
             let q = q as u64;
-            let code = next.get(q as usize);
+            let code = codes.code(them, q);
             if code == Value::ILLEGAL_CODE {
                 continue;
             }
@@ -528,7 +557,7 @@ impl<'a> Follows<'a> {
                         to,
                         check: class.check,
                         chased,
-                        follow: self.of(side, slot, &src, m, q)?,
+                        follow: self.of(codes, side, slot, &src, m, q)?,
                     }
                     .pack(),
                 );
@@ -545,12 +574,12 @@ impl<'a> Follows<'a> {
                 continue;
             }
             let captured = after.make(m);
-            let value = deps.probe(table.rules(), &after);
+            let value = deps.probe(codes.rules(), &after);
             after.unmake(m, captured);
             match value {
                 Ok(v) if !won(MoveReading::leaving(v)) => return Ok(true),
                 Ok(_) | Err(ProbeError::Illegal(_)) => {}
-                Err(e) => return Err(fail(table, side, slot, board, e.to_string())),
+                Err(e) => return Err(fail(codes, side, slot, board, e.to_string())),
             }
         }
         Ok(false)
@@ -603,22 +632,22 @@ fn group_slots(size: u64, g: usize) -> (Color, std::ops::Range<u64>) {
 /// says whether a position out of the set is won for its side to move, so that the move into it
 /// loses for the mover. The arcs of the seeds in `seeds` (one entry per chunk of each side, see
 /// [`group_slots`]) are taken from there, each chunk's freed as its group is built.
-fn build(
+fn build<R: Readers>(
+    table: &Checked<R>,
     deps: &dyn Probe,
     nodes: Nodes,
     won: &(dyn Fn(Value) -> bool + Sync),
     seeds: Vec<Option<SeedArcs>>,
     follows: Follows,
 ) -> Result<Net, Box<VerifyError>> {
-    let table = follows.table;
-    let size = table.slots().len();
+    let size = table.slots.len();
     assert_eq!(seeds.len(), 2 * chunks_of(size), "seed arcs per chunk");
     let groups: Vec<Group> = seeds
         .into_par_iter()
         .enumerate()
         .map_init(
-            || SlotPosition::new(table.index(), follows.pieces, table.slots()),
-            |pos, (g, seed)| {
+            || (table.position(follows.pieces), table.readers.reader()),
+            |(pos, codes), (g, seed)| {
                 let (side, slots) = group_slots(size, g);
                 let them = side.opponent();
                 let (lo, hi) = (entry(size, side, slots.start), entry(size, side, slots.end));
@@ -650,6 +679,7 @@ fn build(
                             c.escapes[i]
                         }
                         None => follows.node_arcs(
+                            &*codes,
                             deps,
                             won,
                             pos,
@@ -682,23 +712,28 @@ fn build(
 }
 
 /// [`fail`] at an entry (of job slot `slot`) known to hold a legal position.
-fn fail_at(table: &Table, side: Color, slot: u64, why: String) -> Box<VerifyError> {
-    let board = table
+fn fail_at<C: Codes>(codes: &C, side: Color, slot: u64, why: String) -> Box<VerifyError> {
+    let board = codes
         .index()
-        .board(table.slots().start + slot, side)
+        .board(codes.slots().start + slot, side)
         .expect("a legal slot");
-    fail(table, side, slot, &board, why)
+    fail(codes, side, slot, &board, why)
 }
 
-/// A failure at job slot `slot` of `table`.
-fn fail(table: &Table, side: Color, slot: u64, board: &Board, why: String) -> Box<VerifyError> {
-    let slot = table.slots().start + slot;
+/// A failure at job slot `slot` of the table `codes` reads.
+fn fail<C: Codes>(
+    codes: &C,
+    side: Color,
+    slot: u64,
+    board: &Board,
+    why: String,
+) -> Box<VerifyError> {
     Box::new(VerifyError {
-        signature: table.signature(),
+        signature: codes.index().signature(),
         side,
-        slot,
+        slot: codes.slots().start + slot,
         fen: format!("{} ({why})", board.fen()),
-        stored: table.value(side, slot),
+        stored: Value::decode(codes.code(side, slot)),
         expected: Value::Illegal,
     })
 }
@@ -1033,17 +1068,18 @@ where
 {
     /// Adds to `found` the successors seed `e` picks, setting `e` up in `pos`, and pushes the
     /// seed's arcs onto `out` (targets: job slots) when they are recorded; else [`build`] finds
-    /// the seed's arcs as any node's.
-    fn seed(
+    /// the seed's arcs as any node's. `codes` reads the table's codes.
+    #[allow(clippy::too_many_arguments)]
+    fn seed<C: Codes>(
         &self,
+        codes: &C,
         follows: &Follows,
         pos: &mut SlotPosition,
         found: &EntrySet,
         e: u64,
         out: &mut SeedArcs,
     ) -> Result<(), Box<VerifyError>> {
-        let table = follows.table;
-        let size = table.slots().len();
+        let size = follows.slots.len();
         let (side, slot) = split(size, e);
         let them = side.opponent();
         let target = |q: u64, code: u16| {
@@ -1054,10 +1090,9 @@ where
         };
         if !self.record {
             if pos.load(slot, side) {
-                let next = table.codes(them);
                 let (_, _, slots) = pos.successors(|_| {});
                 for &q in slots.iter().filter(|&&q| q != LEAVES) {
-                    let code = next.get(q);
+                    let code = codes.code(them, q as u64);
                     if code != Value::ILLEGAL_CODE {
                         target(q as u64, code);
                     }
@@ -1066,6 +1101,7 @@ where
             return Ok(());
         }
         let escapes = follows.node_arcs(
+            codes,
             self.deps,
             self.won,
             pos,
@@ -1083,25 +1119,25 @@ where
 
     /// Adds to `set` the successors its entries pick; returns the arcs of its entries, per chunk
     /// of each side ([`group_slots`]).
-    fn successors(
+    fn successors<R: Readers>(
         &self,
+        table: &Checked<R>,
         follows: &Follows,
         set: &EntrySet,
     ) -> Result<Vec<Option<SeedArcs>>, Box<VerifyError>> {
-        let table = follows.table;
-        let size = table.slots().len();
+        let size = table.slots.len();
         // Successors go to a set of their own, so that they are not visited in turn.
         let found = EntrySet::new(size);
         let seeds = (0..2 * chunks_of(size))
             .into_par_iter()
             .map_init(
-                || SlotPosition::new(table.index(), follows.pieces, table.slots()),
-                |pos, g| {
+                || (table.position(follows.pieces), table.readers.reader()),
+                |(pos, codes), g| {
                     let (side, slots) = group_slots(size, g);
                     let (lo, hi) = (entry(size, side, slots.start), entry(size, side, slots.end));
                     let mut out = SeedArcs::default();
                     for e in set.entries_in(lo, hi) {
-                        self.seed(follows, pos, &found, e, &mut out)?;
+                        self.seed(&*codes, follows, pos, &found, e, &mut out)?;
                     }
                     Ok(out.finish())
                 },
@@ -1115,23 +1151,22 @@ where
     /// [`crate::CHUNK_SLOTS`] slots `in_chunk` names, and the successors they pick; returns
     /// their arcs, per chunk of each side ([`group_slots`]). Generic rather than over `dyn Fn`:
     /// `seeds` is asked about every code of those chunks.
-    fn seeds_and_successors<S: Fn(u16) -> bool + Sync>(
+    fn seeds_and_successors<R: Readers, S: Fn(u16) -> bool + Sync>(
         &self,
+        table: &Checked<R>,
         follows: &Follows,
         set: &EntrySet,
         in_chunk: &(dyn Fn(usize) -> bool + Sync),
         seeds: &S,
     ) -> Result<Vec<Option<SeedArcs>>, Box<VerifyError>> {
-        let table = follows.table;
-        let size = table.slots().len();
+        let size = table.slots.len();
         let mut all = Vec::with_capacity(2 * chunks_of(size));
         for side in Color::ALL {
-            let codes = table.codes(side);
             let chunks: Vec<Option<SeedArcs>> = (0..chunks_of(size))
                 .into_par_iter()
                 .map_init(
-                    || SlotPosition::new(table.index(), follows.pieces, table.slots()),
-                    |pos, c| {
+                    || (table.position(follows.pieces), table.readers.reader()),
+                    |(pos, codes), c| {
                         let mut out = SeedArcs::default();
                         if !in_chunk(c) {
                             return Ok(None);
@@ -1139,10 +1174,10 @@ where
                         let base = c as u64 * crate::CHUNK_SLOTS;
                         let end = (base + crate::CHUNK_SLOTS).min(size);
                         for slot in base..end {
-                            if seeds(codes.get(slot as usize)) {
+                            if seeds(codes.code(side, slot)) {
                                 let e = entry(size, side, slot);
                                 set.insert(e);
-                                self.seed(follows, pos, set, e, &mut out)?;
+                                self.seed(&*codes, follows, pos, set, e, &mut out)?;
                             }
                         }
                         Ok(out.finish())
@@ -1158,8 +1193,8 @@ where
 /// The rule checks of an Asian table (see the module documentation), from what its local pass
 /// found. The draws are checked first: their set is then freed before the rounds' graphs are
 /// built, which keeps the verifier's peak memory a set lower.
-pub(crate) fn check(
-    table: &Table,
+pub(crate) fn check<R: Readers>(
+    table: &Checked<R>,
     deps: &dyn Probe,
     found: Findings,
 ) -> Result<(), Box<VerifyError>> {
@@ -1213,17 +1248,17 @@ fn terminal_of(round: u8) -> impl Fn(u16) -> Option<Rule> + Sync {
     }
 }
 
-/// Whether a job slot of `table` fits an arc's target, so that seeds' arcs can be recorded as
-/// the node set is gathered ([`SeedArcs`]).
-fn records_fit(table: &Table) -> bool {
-    table.slots().len() <= u32::MAX as u64 + 1
+/// Whether a job slot of a table of `slots` fits an arc's target, so that seeds' arcs can be
+/// recorded as the node set is gathered ([`SeedArcs`]).
+fn records_fit(slots: SlotRange) -> bool {
+    slots.len() <= u32::MAX as u64 + 1
 }
 
 /// The graph of check 1 for `round`: its terminals (in the chunks `in_chunk` names) and the
 /// positions of this round their quiet moves lead to. `record`: the terminals' arcs are
 /// recorded as they are found ([`SeedArcs`]).
-fn round_net(
-    table: &Table,
+fn round_net<R: Readers>(
+    table: &Checked<R>,
     deps: &dyn Probe,
     round: u8,
     in_chunk: &(dyn Fn(usize) -> bool + Sync),
@@ -1242,18 +1277,18 @@ fn round_net(
         won: &before_round,
         record,
     };
-    let pieces = table.index().piece_list();
-    let follows = Follows::new(table, &pieces);
-    let set = EntrySet::new(table.slots().len());
+    let pieces = table.index.piece_list();
+    let follows = Follows::new(table.index, table.slots, &pieces);
+    let set = EntrySet::new(table.slots.len());
     let seeds =
-        growth.seeds_and_successors(&follows, &set, in_chunk, &|c| terminal(c).is_some())?;
-    build(deps, set.into_nodes(), &before_round, seeds, follows)
+        growth.seeds_and_successors(table, &follows, &set, in_chunk, &|c| terminal(c).is_some())?;
+    build(table, deps, set.into_nodes(), &before_round, seeds, follows)
 }
 
 /// The graph of check 2: the drawn positions `seeds` and the drawn positions their quiet moves
 /// lead to. `record` as for [`round_net`].
-fn draw_net(
-    table: &Table,
+fn draw_net<R: Readers>(
+    table: &Checked<R>,
     deps: &dyn Probe,
     seeds: EntrySet,
     record: bool,
@@ -1268,24 +1303,24 @@ fn draw_net(
         won: &won,
         record,
     };
-    let pieces = table.index().piece_list();
-    let follows = Follows::new(table, &pieces);
-    let arcs = growth.successors(&follows, &seeds)?;
-    build(deps, seeds.into_nodes(), &won, arcs, follows)
+    let pieces = table.index.piece_list();
+    let follows = Follows::new(table.index, table.slots, &pieces);
+    let arcs = growth.successors(table, &follows, &seeds)?;
+    build(table, deps, seeds.into_nodes(), &won, arcs, follows)
 }
 
 /// Check 1 for `round`: its terminals and the positions their offences lead to form a trap.
 /// `in_chunk` names the chunks of [`crate::CHUNK_SLOTS`] slots that hold its terminals.
-fn terminals_trapped(
-    table: &Table,
+fn terminals_trapped<R: Readers>(
+    table: &Checked<R>,
     deps: &dyn Probe,
     round: u8,
     in_chunk: &(dyn Fn(usize) -> bool + Sync),
 ) -> Result<(), Box<VerifyError>> {
-    let size = table.slots().len();
+    let size = table.slots.len();
     let terminal = terminal_of(round);
     let t0 = std::time::Instant::now();
-    let net = round_net(table, deps, round, in_chunk, records_fit(table))?;
+    let net = round_net(table, deps, round, in_chunk, records_fit(table.slots))?;
     tracing::debug!(
         round,
         nodes = net.len(),
@@ -1298,9 +1333,10 @@ fn terminals_trapped(
         trapped[winner.index()][rule as usize].get_or_insert_with(|| net.trapped(winner, rule))
             [node]
     };
+    let codes = table.readers.reader();
     for (node, e) in net.nodes.entries_from(0).enumerate() {
         let (side, slot) = split(size, e);
-        let Some(rule) = terminal(table.codes(side).get(slot as usize)) else {
+        let Some(rule) = terminal(codes.code(side, slot)) else {
             continue;
         };
         let winner = side.opponent();
@@ -1311,7 +1347,7 @@ fn terminals_trapped(
         };
         if !ok {
             return Err(fail_at(
-                table,
+                &codes,
                 side,
                 slot,
                 format!(
@@ -1325,17 +1361,17 @@ fn terminals_trapped(
 }
 
 /// Check 2: no trap among the drawn positions whose side to move can only offend or lose.
-fn no_trap_among_draws(
-    table: &Table,
+fn no_trap_among_draws<R: Readers>(
+    table: &Checked<R>,
     deps: &dyn Probe,
     forced_draws: EntrySet,
 ) -> Result<(), Box<VerifyError>> {
-    let size = table.slots().len();
+    let size = table.slots.len();
     if forced_draws.is_empty() {
         return Ok(());
     }
     let t0 = std::time::Instant::now();
-    let net = draw_net(table, deps, forced_draws, records_fit(table))?;
+    let net = draw_net(table, deps, forced_draws, records_fit(table.slots))?;
     tracing::debug!(
         nodes = net.len(),
         secs = t0.elapsed().as_secs_f64(),
@@ -1346,7 +1382,7 @@ fn no_trap_among_draws(
             if let Some(n) = net.trapped(winner, rule).iter().position(|&t| t) {
                 let (side, slot) = split(size, net.entry_of(n));
                 return Err(fail_at(
-                    table,
+                    &table.readers.reader(),
                     side,
                     slot,
                     format!(
@@ -1384,6 +1420,11 @@ mod tests {
         let tables = crate::solve_closure_in_memory(&[sig], RuleSet::Asian, |_, _| {}).unwrap();
         let table = tables.get(&TableId::new(RuleSet::Asian, sig)).unwrap();
         let size = table.slots().len();
+        let checked = Checked {
+            index: table.index(),
+            slots: table.slots(),
+            readers: &|| table.as_ref(),
+        };
         let mut rounds = 0;
         for round in 1..=RuleValue::MAX_ROUND {
             let terminal = terminal_of(round);
@@ -1393,7 +1434,7 @@ mod tests {
             {
                 continue;
             }
-            let net = |record| round_net(table, &tables, round, &|_| true, record).unwrap();
+            let net = |record| round_net(&checked, &tables, round, &|_| true, record).unwrap();
             let (recorded, afresh) = (net(true), net(false));
             let g = graph(&recorded);
             assert!(g.iter().any(|(arcs, _)| !arcs.is_empty()), "round {round}");
@@ -1409,7 +1450,7 @@ mod tests {
             crate::verify::verify_values(table, &tables, &|_| {}, Some(&found)).unwrap();
             found.forced_draws
         };
-        let net = |record| draw_net(table, &tables, draws(), record).unwrap();
+        let net = |record| draw_net(&checked, &tables, draws(), record).unwrap();
         let (recorded, afresh) = (net(true), net(false));
         let g = graph(&recorded);
         assert!(g.len() > 1000, "{} nodes", g.len());

@@ -163,6 +163,28 @@ fn asian(s: Signature) -> TableId {
     TableId::new(RuleSet::Asian, s)
 }
 
+/// Verifies `table` both ways, decoded ([`verify`]) and from its blocks
+/// ([`solver::verify_blocks`]), which must agree: the same counts, or both refuse it for a wrong
+/// value (the errors of each, in that order).
+fn verify_both_ways(
+    table: &Table,
+    deps: &MemoryTables,
+) -> Result<xqtb_core::TableCounts, (String, String)> {
+    let legal = solver::Legal::of(table.index(), table.slots());
+    let blocks = solver::verify_blocks(table, &legal, deps, &|_| {});
+    match (verify(table, deps), blocks) {
+        (Ok(whole), Ok(blocks)) => {
+            assert_eq!(whole, blocks, "the counts differ");
+            Ok(whole)
+        }
+        (Err(whole), Err(JobError::Verify(blocks))) => {
+            assert_eq!(whole.signature, blocks.signature);
+            Err((whole.to_string(), blocks.to_string()))
+        }
+        (whole, blocks) => panic!("decoded: {whole:?}; from blocks: {blocks:?}"),
+    }
+}
+
 #[test]
 fn verifier_catches_corrupted_rule_values() {
     use xqtb_core::{Rule, RuleValue};
@@ -170,7 +192,8 @@ fn verifier_catches_corrupted_rule_values() {
     let tables = solve_closure_in_memory(&[s], RuleSet::Asian, |_, _| {}).unwrap();
     let good = tables.get(&asian(s)).unwrap().as_ref().clone();
     let deps = tables.clone();
-    assert!(verify(&good, &deps).is_ok());
+    let counts = verify_both_ways(&good, &deps).expect("the solved table passes");
+    assert!(counts.legal() > 0);
     let find = |side: Color, want: &dyn Fn(Value) -> bool| {
         let codes = good.codes(side);
         (0..codes.len())
@@ -221,12 +244,15 @@ fn verifier_catches_corrupted_rule_values() {
         // A terminal stored as a draw: its predecessors' rule wins lose their ground.
         (Color::Black, t, Value::Draw, ""),
     ];
+    // Each is caught decoded and from the table's blocks alike.
     for (side, slot, bad, why) in corruptions {
         let mut c = good.clone();
         c.set_code(side, slot, bad.encode());
         let err = verify(&c, &deps).expect_err("corruption must be caught");
         assert_eq!(err.signature, s);
-        assert!(err.to_string().contains(why), "{err}");
+        let (whole, blocks) = verify_both_ways(&c, &deps).expect_err("caught both ways");
+        assert!(whole.contains(why), "{whole}");
+        assert!(blocks.contains(why), "{blocks}");
     }
     // Every rule value forgotten (stored as a draw) leaves the mate values consistent one ply
     // deep: only the search for missed traps among the draws can tell.
@@ -238,6 +264,7 @@ fn verifier_catches_corrupted_rule_values() {
             code
         }
     });
-    let err = verify(&c, &deps).expect_err("missing rule values must be caught");
-    assert!(err.to_string().contains("trapped into"), "{err}");
+    let (whole, blocks) = verify_both_ways(&c, &deps).expect_err("missing rule values caught");
+    assert!(whole.contains("trapped into"), "{whole}");
+    assert!(blocks.contains("trapped into"), "{blocks}");
 }

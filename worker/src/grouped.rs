@@ -1,17 +1,21 @@
 //! A job whose retrograde states are kept in groups on local disk ([`solver::StateStore::Groups`]),
-//! taken from solving to its encoded table without the table ever being whole in memory under
-//! `cycles-are-draws`: each group's values are encoded as a part as soon as they are final, the
-//! parts joined into the table's blocks, and the table verified from those blocks.
+//! taken from solving to its encoded table, which is then verified from its blocks
+//! ([`solver::verify_blocks`]). Under `cycles-are-draws` the table is never whole in memory:
+//! each group's values are encoded as a part as soon as they are final and the parts joined
+//! into the table's blocks. Under `asian` the rule phase takes the job whole, so the finished
+//! table is whole in memory once, to be encoded; it is freed before the verification, which
+//! reads only the encoded blocks.
 
 use anyhow::Result;
 use solver::{Progress, StateStore};
 use storage_format::codec::{self, EncodedBlocks, EncodedTable};
-use xqtb_core::{Probe, RuleSet, SlotRange, TableCounts, TableId};
+use xqtb_core::{Probe, SlotRange, TableCounts, TableId};
 
 /// Solves, verifies and encodes the slots `slots` of table `id` (the whole table or a pawn
 /// slice) with its states held as `states` says; the encoded table or part is byte for byte
-/// what encoding the in-memory solve gives. Under `asian` the rule phase and the verifier
-/// still take the job whole.
+/// what encoding the in-memory solve gives. The table is verified from its encoded blocks
+/// under either rule set (under `asian` the solve hands it over as one part, freed once
+/// encoded).
 pub fn solve_in_groups(
     id: TableId,
     slots: SlotRange,
@@ -19,10 +23,6 @@ pub fn solve_in_groups(
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(EncodedTable, TableCounts)> {
-    if id.rules != RuleSet::CyclesAreDraws {
-        let (table, counts) = solver::solve_and_verify_range(id, slots, states, deps, progress)?;
-        return Ok((codec::encode_table(&table), counts));
-    }
     let mut parts = Vec::new();
     let mut encode = |part: xqtb_core::Table| parts.push(codec::encode_table(&part));
     let legal = solver::solve_range_in_parts(id, slots, states, deps, progress, &mut encode)?;
@@ -93,38 +93,82 @@ pub fn solve_shared_in_process(
 #[cfg(test)]
 mod tests {
     use storage_format::codec;
-    use xqtb_core::{RuleSet, Signature, TableId};
+    use xiangqi::Color;
+    use xqtb_core::{Probe, RuleSet, Signature, TableId, Value};
 
-    /// A pawn slice solved with its states in groups on disk, each group's values encoded as
-    /// a part and the parts joined, is the part its in-memory solve encodes to, byte for byte.
-    #[test]
-    fn a_pawn_slice_in_groups_encodes_as_in_memory() {
-        let sig: Signature = "KRPvKA".parse().unwrap();
-        let rules = RuleSet::CyclesAreDraws;
-        let tables = solver::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
-        let id = TableId::new(rules, sig);
-        // The widest slice, past one group of 65,536 slots.
-        let key = xqtb_core::JobKey::jobs_of(id, 0)
-            .into_iter()
-            .max_by_key(|k| k.slots.len())
-            .unwrap();
-        assert!(!key.is_whole_table() && key.slots.len() > 1 << 16);
+    /// Slots `slots` of table `id` solved with their states in groups of 65,536 slots on disk
+    /// ([`super::solve_in_groups`]) are encoded byte for byte as their in-memory solve, and
+    /// counted as it is verified.
+    fn in_groups_as_in_memory(id: TableId, slots: xqtb_core::SlotRange, deps: &dyn Probe) {
         let memory = solver::StateStore::Memory;
-        let (table, _) =
-            solver::solve_and_verify_range(id, key.slots, memory, &tables, &|_| {}).unwrap();
-        let dir = std::env::temp_dir().join(format!("xqtb-slice-groups-{}", std::process::id()));
+        let (table, counts) =
+            solver::solve_and_verify_range(id, slots, memory, deps, &|_| {}).unwrap();
+        let dir = std::env::temp_dir().join(format!(
+            "xqtb-groups-{}-{}-{}",
+            id.signature,
+            id.rules,
+            std::process::id()
+        ));
         let scratch = crate::DirScratch::create(&dir).unwrap();
         let states = solver::StateStore::Groups {
             group_slots: 1 << 16,
             scratch: &scratch,
             share: None,
         };
-        let (encoded, counts) =
-            super::solve_in_groups(id, key.slots, states, &tables, &|_| {}).unwrap();
-        assert!(encoded == codec::encode_table(&table), "the parts differ");
-        assert_eq!(counts, encoded.header.counts);
+        let (encoded, grouped) = super::solve_in_groups(id, slots, states, deps, &|_| {}).unwrap();
+        assert!(
+            encoded == codec::encode_table(&table),
+            "{id} {slots}: the tables differ"
+        );
+        assert_eq!(grouped, counts, "{id} {slots}");
+        assert_eq!(grouped, encoded.header.counts, "{id} {slots}");
         drop(scratch);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A pawn slice solved with its states in groups on disk is the part its in-memory solve
+    /// encodes to, byte for byte: under `cycles-are-draws` each group's values encoded as a
+    /// part and the parts joined, under `asian` the part encoded whole and verified from its
+    /// blocks.
+    #[test]
+    fn a_pawn_slice_in_groups_encodes_as_in_memory() {
+        let sig: Signature = "KRPvKA".parse().unwrap();
+        for rules in [RuleSet::CyclesAreDraws, RuleSet::Asian] {
+            let tables = solver::solve_closure_in_memory(&[sig], rules, |_, _| {}).unwrap();
+            let id = TableId::new(rules, sig);
+            // The widest slice, past one group of 65,536 slots.
+            let key = xqtb_core::JobKey::jobs_of(id, 0)
+                .into_iter()
+                .max_by_key(|k| k.slots.len())
+                .unwrap();
+            assert!(!key.is_whole_table() && key.slots.len() > 1 << 16);
+            in_groups_as_in_memory(id, key.slots, &tables);
+        }
+    }
+
+    /// Whole `asian` tables with rule values solved with their states in groups on disk,
+    /// one without pawns and one of several pawn slices (verified from its blocks slice by
+    /// slice), are encoded as their in-memory solves.
+    #[test]
+    fn an_asian_table_in_groups_encodes_as_in_memory() {
+        let rules = RuleSet::Asian;
+        for name in ["KRvKN", "KNvKPP"] {
+            let sig: Signature = name.parse().unwrap();
+            // Without the table itself: the slices of one are read from its own blocks.
+            let below: Vec<Signature> = sig.closure().into_iter().filter(|&d| d != sig).collect();
+            let tables = solver::solve_closure_in_memory(&below, rules, |_, _| {}).unwrap();
+            let id = TableId::new(rules, sig);
+            let table = solver::solve(id, &tables, &|_| {}).unwrap();
+            assert!(
+                [Color::Red, Color::Black].iter().any(|&side| table
+                    .codes(side)
+                    .iter()
+                    .any(|c| Value::decode(c).rule().is_some())),
+                "{name} has rule values"
+            );
+            let whole = xqtb_core::SlotRange::whole(&sig);
+            in_groups_as_in_memory(id, whole, &tables);
+        }
     }
 
     /// A table shared by three workers in one process (KRvKN in six groups, two each) is
