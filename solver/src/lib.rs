@@ -14,8 +14,8 @@
 //! A job too large for memory keeps its retrograde states on local disk a group at a time
 //! ([`solve_range_in`] with [`StateStore::Groups`]), and under `cycles-are-draws` hands its
 //! table on in parts ([`solve_range_in_parts`]; under `asian` as one part, the rule phase
-//! taking the job whole). The table is then verified from its encoded blocks
-//! ([`verify_blocks`]), under either rule set. Several workers can share such a job under
+//! taking the job whole). A table can be verified from its encoded blocks ([`verify_blocks`])
+//! under either rule set, with the verdict of the whole table. Several workers can share such a job under
 //! `cycles-are-draws`, each solving its own groups level by level and exchanging what crosses
 //! between them ([`Share`], [`Exchange`]).
 //!

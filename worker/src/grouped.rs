@@ -1,21 +1,21 @@
 //! A job whose retrograde states are kept in groups on local disk ([`solver::StateStore::Groups`]),
-//! taken from solving to its encoded table, which is then verified from its blocks
-//! ([`solver::verify_blocks`]). Under `cycles-are-draws` the table is never whole in memory:
-//! each group's values are encoded as a part as soon as they are final and the parts joined
-//! into the table's blocks. Under `asian` the rule phase takes the job whole, so the finished
-//! table is whole in memory once, to be encoded; it is freed before the verification, which
-//! reads only the encoded blocks.
+//! taken from solving to its encoded table. Under `cycles-are-draws` the table is never whole
+//! in memory: each group's values are encoded as a part as soon as they are final, the parts
+//! joined into the table's blocks, and the table verified from those blocks
+//! ([`solver::verify_blocks`]). Under `asian` the rule phase takes the job whole, so the job's
+//! peak is there and the table is verified whole in memory: from its blocks
+//! ([`solver::verify_blocks`] can) it would cost more CPU and lower no peak, until the rule
+//! phase works a group at a time too.
 
 use anyhow::Result;
 use solver::{Progress, StateStore};
 use storage_format::codec::{self, EncodedBlocks, EncodedTable};
-use xqtb_core::{Probe, SlotRange, TableCounts, TableId};
+use xqtb_core::{Probe, RuleSet, SlotRange, TableCounts, TableId};
 
 /// Solves, verifies and encodes the slots `slots` of table `id` (the whole table or a pawn
 /// slice) with its states held as `states` says; the encoded table or part is byte for byte
-/// what encoding the in-memory solve gives. The table is verified from its encoded blocks
-/// under either rule set (under `asian` the solve hands it over as one part, freed once
-/// encoded).
+/// what encoding the in-memory solve gives, and verified (from its encoded blocks under
+/// `cycles-are-draws`, whole in memory under `asian`).
 pub fn solve_in_groups(
     id: TableId,
     slots: SlotRange,
@@ -23,6 +23,10 @@ pub fn solve_in_groups(
     deps: &dyn Probe,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(EncodedTable, TableCounts)> {
+    if id.rules != RuleSet::CyclesAreDraws {
+        let (table, counts) = solver::solve_and_verify_range(id, slots, states, deps, progress)?;
+        return Ok((codec::encode_table(&table), counts));
+    }
     let mut parts = Vec::new();
     let mut encode = |part: xqtb_core::Table| parts.push(codec::encode_table(&part));
     let legal = solver::solve_range_in_parts(id, slots, states, deps, progress, &mut encode)?;
@@ -128,8 +132,7 @@ mod tests {
 
     /// A pawn slice solved with its states in groups on disk is the part its in-memory solve
     /// encodes to, byte for byte: under `cycles-are-draws` each group's values encoded as a
-    /// part and the parts joined, under `asian` the part encoded whole and verified from its
-    /// blocks.
+    /// part and the parts joined, under `asian` the levels in groups and the rule phase whole.
     #[test]
     fn a_pawn_slice_in_groups_encodes_as_in_memory() {
         let sig: Signature = "KRPvKA".parse().unwrap();
@@ -147,8 +150,8 @@ mod tests {
     }
 
     /// Whole `asian` tables with rule values solved with their states in groups on disk,
-    /// one without pawns and one of several pawn slices (verified from its blocks slice by
-    /// slice), are encoded as their in-memory solves.
+    /// one without pawns and one of several pawn slices, are encoded as their in-memory
+    /// solves.
     #[test]
     fn an_asian_table_in_groups_encodes_as_in_memory() {
         let rules = RuleSet::Asian;
