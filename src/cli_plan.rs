@@ -492,6 +492,14 @@ pub fn print_simulation(sim: &Simulation, workers: &[SimWorker], t: &Totals) {
             share_policy::SHARED_PASSES,
             share_policy::BARRIER_ROUND_TRIP_SECONDS * 1e3
         );
+        // The plan does not slow the jobs of a saturated relay; it says when one would be.
+        const TEN_GIGABIT_BYTES_PER_SECOND: f64 = 1.25e9;
+        if sim.peak_relay_bytes_per_second() > TEN_GIGABIT_BYTES_PER_SECOND {
+            println!(
+                "  that is more than a 10 Gbit/s link carries: with the coordinator on one, share \
+                 by fewer workers (--share-by), or expect these jobs to take longer than predicted"
+            );
+        }
     }
     if !sim.never_ran.is_empty() {
         let names: Vec<String> = sim.never_ran.iter().take(10).map(job_name).collect();
