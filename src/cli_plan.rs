@@ -481,8 +481,8 @@ pub fn print_simulation(sim: &Simulation, workers: &[SimWorker], t: &Totals) {
             simulate::SHARED_EFFICIENCY * 100.0
         );
         println!(
-            "  the coordinator relays {} between their workers ({:.2} bytes per entry from each \
-             worker to each other, and each worker's parts of the table), at most {}/s at once; \
+            "  the coordinator relays {} between their workers (the words they send, {:.2} bytes \
+             per entry, and their parts of the table, each to every other seat), at most {}/s at once; \
              a worker receives at most {}/s; {} passes per shared job, each a barrier of one \
              round trip ({} ms assumed)",
             human_bytes(sim.relayed_bytes() as u64),

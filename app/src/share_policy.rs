@@ -9,9 +9,10 @@ use xqtb_core::{JobCost, JobKey, RuleSet};
 /// where the barriers of each pass may cost more.
 pub const SHARED_EFFICIENCY: f64 = 0.89;
 
-/// Bytes the relay carries from one worker to each other per entry of a shared table: the
-/// start's words and the words of the levels' resolutions, fitted to KRNvKRAB shared by two
-/// (docs/scaling.md, "Traffic": the larger of the two tables measured there).
+/// Bytes of words the workers sharing a table send in all per entry, each word going to every
+/// other worker: the start's words and those of the levels' resolutions (each resolution sent
+/// once, by the worker that made it), fitted to KRNvKRAB shared by two (docs/scaling.md,
+/// "Traffic": the larger of the two tables measured there).
 pub const RELAYED_BYTES_PER_ENTRY: f64 = 0.41;
 
 /// Passes of a shared table, each ending at a barrier (a round trip to the coordinator): the
@@ -66,8 +67,9 @@ impl Sharing {
         cost.cpu_seconds_with(memory) / (seats as f64 * SHARED_EFFICIENCY)
     }
 
-    /// The bytes the coordinator relays for a job of `cost` shared by `seats` workers: each
-    /// worker's words of the levels and its parts of the stored table go to each of the others.
+    /// The bytes the coordinator relays for a job of `cost` shared by `seats` workers: every
+    /// word the workers send and every worker's part of the stored table go to each of the
+    /// `seats - 1` others.
     pub fn relayed_bytes(cost: &JobCost, seats: usize) -> f64 {
         let per_worker = RELAYED_BYTES_PER_ENTRY * cost.entries as f64 + cost.stored_bytes as f64;
         seats.saturating_sub(1) as f64 * per_worker
