@@ -12,7 +12,7 @@
 //! test only reads positions of the other side decided at earlier levels (the next level's
 //! wins, written meanwhile, count as undecided).
 
-use super::phase::{IfLost, Phase, Pos, rule_value};
+use super::phase::{Due, IfLost, Phase, Pos, rule_value};
 use crate::error::SolveError;
 use crate::position::SlotPosition;
 use crate::state::{Flags, Undecided, Witness, is_undecided};
@@ -112,6 +112,7 @@ fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, S
     let s = phase.solver;
     let lost = codes(phase, round, level - 1)?;
     let won = codes(phase, round, level)?;
+    let read = Due::new(s, round, level)?;
     let changed: u64 = phase
         .par_marked(
             &phase.decided[(level as usize - 1) % 2],
@@ -141,7 +142,7 @@ fn win_level(phase: &Phase, round: u8, level: u16, due: &[Pos]) -> Result<u64, S
                 if !pos.load(slot, side) {
                     return Ok(0);
                 }
-                let look = phase.look(pos)?;
+                let look = phase.look(pos, Some(&read))?;
                 if look.best.is_win()
                     && is_due(look.best, round, level)
                     && write_win(&phase.states(side)[slot as usize], look.best.encode(), won)
@@ -165,6 +166,7 @@ fn loss_level(
 ) -> Result<u64, SolveError> {
     let s = phase.solver;
     let won = codes(phase, round, level - 1)?;
+    let read = Due::new(s, round, level)?;
     // Candidates: the undecided predecessors of this round's wins of the last level.
     phase.par_marked(
         &phase.decided[(level as usize - 1) % 2],
@@ -230,7 +232,7 @@ fn loss_level(
                 settle(u);
                 continue;
             }
-            let look = match phase.look_if_lost(pos, wins)? {
+            let look = match phase.look_if_lost(pos, &read, wins)? {
                 IfLost::Open(q) => {
                     settle(u.with_witness(Witness::of_slot(q as u64)));
                     continue;
@@ -280,7 +282,7 @@ fn loss_level(
                 if !is_undecided(state.load(Relaxed)) || !pos.load(slot, side) {
                     return Ok(0);
                 }
-                let look = phase.look(pos)?;
+                let look = phase.look(pos, Some(&read))?;
                 if lost(look.best, look.open) {
                     state.store(look.best.encode(), Relaxed);
                     phase.note_decided(side, slot, level);

@@ -35,7 +35,9 @@
 //!
 //! # Bookkeeping
 //! The phase keeps what it knows of a position in the position's two-byte state
-//! ([`crate::state`]: a value, or an undecided state with a witness and flags). Block marks
+//! ([`crate::state`]: a value, or an undecided state with a witness and flags). Of a move's
+//! successor a pass reads its kind, never its value ([`phase::Due`]): undecided, decided at
+//! the level before and by which rule, or else won or lost. Block marks
 //! ([`marks`]) tell which blocks of slots hold the entries a pass has to visit, so that the many
 //! passes over few entries (late levels, late rounds) do not read the whole table. Explicit
 //! graphs exist only for one batch of trap-graph components at a time.
@@ -82,7 +84,8 @@ fn capture_exits(phase: &Phase) -> Result<BTreeMap<u16, Vec<Pos>>, SolveError> {
             if !holds || !pos.load(slot, side) {
                 continue;
             }
-            let look = phase.look(pos)?;
+            // Before any level: every position decided so far was decided by mate.
+            let look = phase.look(pos, None)?;
             if look.best_leaving.is_loss() {
                 // No flag is set yet: the position starts afresh, with no witness.
                 states[slot as usize].store(Undecided::new(false).code(), Relaxed);

@@ -74,6 +74,62 @@ pub(super) enum IfLost {
     Open(usize),
 }
 
+/// The level a pass of the rule phase decides, and what it may know of a move's successor in
+/// the job: its kind, never its value.
+///
+/// A position decided by rule owes its value to the round, the level that decides it and the
+/// rule of its successors decided at the level before, never to the value of any other
+/// successor: a position with a move into one lost for the opponent at an earlier level was won
+/// then, and for a position whose every move loses the successors decided at the level before
+/// are the ones its side prefers (rule losses rank above mate losses, later levels above
+/// earlier ones, this round above the earlier ones and above the moves leaving the job, whose
+/// rule values count as round 0). So a pass reads a successor as one of: illegal, undecided,
+/// decided at the level before with one of the two rules, or else won or lost for its side to
+/// move. The phase's passes can then work from a plane of those kinds, without the values of
+/// positions held elsewhere (`docs/scaling.md`, "The rule phase in groups").
+#[derive(Clone, Copy)]
+pub(super) struct Due {
+    /// The codes of this round's values at the level before, perpetual check first.
+    last: [u16; 2],
+    /// The values, for the mover, of moves into those positions: this round's at this level.
+    values: [Value; 2],
+}
+
+impl Due {
+    /// Level `level` of round `round`.
+    pub(super) fn new(solver: &Solver, round: u8, level: u16) -> Result<Due, SolveError> {
+        let rule = |r, plies| rule_value(solver, r, round, plies);
+        let checks = [Rule::PerpetualCheck, Rule::PerpetualChase];
+        Ok(Due {
+            last: [
+                rule(checks[0], level - 1)?.encode(),
+                rule(checks[1], level - 1)?.encode(),
+            ],
+            values: [rule(checks[0], level)?, rule(checks[1], level)?],
+        })
+    }
+
+    /// The value, for the mover, of a move into a decided successor of code `c`, as far as a
+    /// pass at level `due` (`None`: before any level) needs it: exact for a successor decided
+    /// at the level before; for another a mate at once, suffered when the successor is won for
+    /// its side, given when it is lost. Like the exact value, that is never due at this level
+    /// and ranks on the same side of every value that is: a loss below (an earlier level's or
+    /// round's rule loss, or a mate), a win above.
+    #[inline]
+    pub(super) fn value(due: Option<&Due>, c: u16) -> Value {
+        if let Some(d) = due
+            && let Some(i) = d.last.iter().position(|&l| l == c)
+        {
+            return d.values[i];
+        }
+        if Value::decode(c).is_win() {
+            Value::Loss(0)
+        } else {
+            Value::Win(1)
+        }
+    }
+}
+
 impl<'a> Phase<'a> {
     pub(super) fn states(&self, side: Color) -> &[AtomicU16] {
         self.solver.states(side)
@@ -168,8 +224,13 @@ impl<'a> Phase<'a> {
         })
     }
 
-    /// Looks at every legal move of the loaded position.
-    pub(super) fn look(&self, pos: &mut SlotPosition) -> Result<Look, SolveError> {
+    /// Looks at every legal move of the loaded position, reading its successors in the job as
+    /// the level `due` reads them ([`Due::value`]; `None`: before any level).
+    pub(super) fn look(
+        &self,
+        pos: &mut SlotPosition,
+        due: Option<&Due>,
+    ) -> Result<Look, SolveError> {
         let side = pos.board.side_to_move();
         let them = side.opponent();
         let mut moves = MoveList::new();
@@ -185,7 +246,7 @@ impl<'a> Phase<'a> {
                         open = true;
                         Value::Draw
                     }
-                    c => Value::decode(c).for_mover(),
+                    c => Due::value(due, c),
                 }
             } else {
                 match self.exit_value(pos, m)? {
@@ -213,11 +274,12 @@ impl<'a> Phase<'a> {
     /// [`Phase::look`] at a position (undecided, its captures and exits all losing) when every
     /// legal move staying in the job leads to a position won for the opponent; otherwise the
     /// first other such move's successor. A successor whose code is one of `unsettled` counts as
-    /// undecided: it was won at a later level than the one being tested. The moves leaving the
-    /// job are looked at last, only when the others all lose.
+    /// undecided: it was won at a later level than the one being tested, `due`. The moves
+    /// leaving the job are looked at last, only when the others all lose.
     pub(super) fn look_if_lost(
         &self,
         pos: &mut SlotPosition,
+        due: &Due,
         unsettled: Option<[u16; 2]>,
     ) -> Result<IfLost, SolveError> {
         let side = pos.board.side_to_move();
@@ -246,7 +308,7 @@ impl<'a> Phase<'a> {
             {
                 return Ok(IfLost::Open(q));
             }
-            let v = Value::decode(c).for_mover();
+            let v = Due::value(Some(due), c);
             if v.preference() > best.preference() {
                 best = v;
             }
