@@ -67,6 +67,25 @@ pub struct PlanArgs {
     /// With --share-by: the smallest job shared (entries).
     #[arg(long, value_name = "ENTRIES", default_value_t = app::Sharing::default().from_entries)]
     share_from_entries: u64,
+    /// With --share-by: the coordinator's network link in Gbit/s. It relays every shared job's
+    /// traffic; while the shared jobs running would send more than it carries, they all run
+    /// slower alike.
+    #[arg(long, value_name = "GBIT", default_value_t = 10.0, value_parser = parse_link, requires = "workers")]
+    coordinator_link: f64,
+}
+
+/// Bytes a second of a link of `gbit` Gbit/s.
+fn link_bytes_per_second(gbit: f64) -> f64 {
+    gbit * 1e9 / 8.0
+}
+
+fn parse_link(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(g) if g > 0.0 && g.is_finite() => Ok(g),
+        _ => Err(format!(
+            "'{text}' is not a link speed: give the coordinator's link in Gbit/s, e.g. 10 or 25"
+        )),
+    }
 }
 
 const JSON_HELP: &str = "\
@@ -264,7 +283,13 @@ pub fn plan(args: PlanArgs) -> Result<()> {
             from_entries: args.share_from_entries,
             ..app::Sharing::default()
         };
-        let sim = simulate::simulate(&targets, &workers, args.slice_from_entries, sharing);
+        let sim = simulate::simulate(
+            &targets,
+            &workers,
+            args.slice_from_entries,
+            sharing,
+            link_bytes_per_second(args.coordinator_link),
+        );
         (workers, sim)
     });
     if args.json {
@@ -482,22 +507,22 @@ pub fn print_simulation(sim: &Simulation, workers: &[SimWorker], t: &Totals) {
         );
         println!(
             "  the coordinator relays {} between their workers (the words they send, {:.2} bytes \
-             per entry, and their parts of the table, each to every other seat), at most {}/s at once; \
-             a worker receives at most {}/s; {} passes per shared job, each a barrier of one \
-             round trip ({} ms assumed)",
+             per entry, and their parts of the table, each to every other seat), at most {}/s at once \
+             on its {} Gbit/s link (--coordinator-link); a worker receives at most {}/s; {} passes \
+             per shared job, each a barrier of one round trip ({} ms assumed)",
             human_bytes(sim.relayed_bytes() as u64),
             share_policy::RELAYED_BYTES_PER_ENTRY,
-            human_bytes(sim.peak_relay_bytes_per_second() as u64),
-            human_bytes(sim.peak_worker_bytes_per_second() as u64),
+            human_bytes(sim.peak_relay_bytes_per_second as u64),
+            sim.relay_link_bytes_per_second * 8.0 / 1e9,
+            human_bytes(sim.peak_worker_bytes_per_second as u64),
             share_policy::SHARED_PASSES,
             share_policy::BARRIER_ROUND_TRIP_SECONDS * 1e3
         );
-        // The plan does not slow the jobs of a saturated relay; it says when one would be.
-        const TEN_GIGABIT_BYTES_PER_SECOND: f64 = 1.25e9;
-        if sim.peak_relay_bytes_per_second() > TEN_GIGABIT_BYTES_PER_SECOND {
+        if sim.relay_full_s > 0.0 {
             println!(
-                "  that is more than a 10 Gbit/s link carries: with the coordinator on one, share \
-                 by fewer workers (--share-by), or expect these jobs to take longer than predicted"
+                "  the link was full for {}, slowing the shared jobs running then alike: share by \
+                 fewer workers (--share-by) or give the coordinator a faster link",
+                human_seconds(sim.relay_full_s)
             );
         }
     }
@@ -569,8 +594,10 @@ pub fn simulation_json(sim: &Simulation, workers: &[SimWorker]) -> Json {
         "shared": sim.jobs.iter().filter(|j| j.seats > 1).map(|j| json!({"job": job_name(&j.key), "workers": j.seats, "relayed_bytes": j.relayed_bytes})).collect::<Vec<_>>(),
         "relay": {
             "bytes": sim.relayed_bytes(),
-            "peak_bytes_per_second": sim.peak_relay_bytes_per_second(),
-            "peak_worker_bytes_per_second": sim.peak_worker_bytes_per_second(),
+            "peak_bytes_per_second": sim.peak_relay_bytes_per_second,
+            "peak_worker_bytes_per_second": sim.peak_worker_bytes_per_second,
+            "link_bytes_per_second": sim.relay_link_bytes_per_second,
+            "full_seconds": sim.relay_full_s,
             "bytes_per_entry": share_policy::RELAYED_BYTES_PER_ENTRY,
             "passes_per_job": share_policy::SHARED_PASSES,
             "barrier_round_trip_seconds": share_policy::BARRIER_ROUND_TRIP_SECONDS,

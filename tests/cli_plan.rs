@@ -378,3 +378,56 @@ fn workers_simulate_a_run_with_the_coordinators_scheduler() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--share-by` shares the large cycles-are-draws jobs between workers; their traffic goes
+/// through the coordinator's link (`--coordinator-link`, Gbit/s), and a link too slow for it
+/// slows them: the plan ends later, says how long the link was full, and never relays more
+/// than the link carries.
+#[test]
+fn a_slow_coordinator_link_slows_the_shared_jobs() {
+    let sim = |link: &str| {
+        plan_json(&[
+            "KRNvKR",
+            "--rules",
+            "cycles-are-draws",
+            "--workers",
+            "4",
+            "--threads",
+            "1",
+            "--share-by",
+            "4",
+            "--share-from-entries",
+            "1000000",
+            "--coordinator-link",
+            link,
+        ])["simulation"]
+            .clone()
+    };
+    let fast = sim("100");
+    let shared = fast["shared"].as_array().unwrap();
+    assert!(!shared.is_empty(), "{fast}");
+    let peak = fast["relay"]["peak_bytes_per_second"].as_f64().unwrap();
+    assert_eq!(fast["relay"]["full_seconds"].as_f64(), Some(0.0), "{fast}");
+    // A link of a quarter of that peak, in Gbit/s.
+    let slow = sim(&format!("{}", peak / 4.0 * 8.0 / 1e9));
+    let span = |s: &Json| s["makespan_seconds"].as_f64().unwrap();
+    assert!(span(&slow) > span(&fast), "{slow} {fast}");
+    assert!(
+        slow["relay"]["full_seconds"].as_f64().unwrap() > 0.0,
+        "{slow}"
+    );
+    let link = slow["relay"]["link_bytes_per_second"].as_f64().unwrap();
+    assert!((link - peak / 4.0).abs() < 1.0, "{slow}");
+    assert!(slow["relay"]["peak_bytes_per_second"].as_f64().unwrap() <= link * 1.000_001);
+    // A link that carries nothing is no link.
+    for bad in ["0", "-1", "fast"] {
+        let out = Command::new(BIN)
+            .args(["plan", "KRvKN", "--workers", "2"])
+            .arg(format!("--coordinator-link={bad}"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("is not a link speed"), "{bad}: {err}");
+    }
+}
