@@ -539,6 +539,27 @@ pub fn print_simulation(sim: &Simulation, workers: &[SimWorker], t: &Totals) {
                 ""
             }
         );
+        // Under asian the rule phase holds its states in memory: say so, since the same jobs
+        // under cycles-are-draws would run with their states on disk.
+        let memory = workers.iter().filter_map(|w| w.memory_bytes).max();
+        let held_whole = sim
+            .never_ran
+            .iter()
+            .filter(|k| {
+                let cost = JobCost::of(k);
+                cost.states_on_disk_bytes.is_none()
+                    && k.table.rules == RuleSet::Asian
+                    && memory.is_some_and(|m| cost.least_bytes() > m)
+            })
+            .count();
+        if held_whole > 0 {
+            println!(
+                "  {} of them cannot be held because the asian rule phase keeps its two-byte \
+                 states in memory (it does not work in groups on local disk yet: docs/scaling.md); \
+                 under --rules cycles-are-draws they would keep their states on disk",
+                held_whole
+            );
+        }
     }
     let chain_s: f64 = sim
         .critical_path

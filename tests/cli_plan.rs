@@ -333,6 +333,10 @@ fn workers_simulate_a_run_with_the_coordinators_scheduler() {
         text.contains("simulated run on 2 workers") && text.contains("1 job never ran"),
         "{text}"
     );
+    assert!(
+        text.contains("1 of them cannot be held because the asian rule phase keeps"),
+        "{text}"
+    );
     // Under cycles-are-draws the same workers keep those two jobs' states on local disk, for
     // more CPU: every job runs, and the output says which ran on disk.
     let cad = [
