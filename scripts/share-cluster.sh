@@ -7,7 +7,8 @@
 # so that it is shared by all W. Prints the wall time, each process's wall, CPU and peak RSS
 # (/usr/bin/time), and the downloaded shard's SHA-256.
 # SHARE_BY=N shares by N instead of W (1: the W workers solve the jobs alone, a baseline);
-# COORDINATOR_ARGS adds coordinator flags (e.g. "--slice-from-entries 0" for pawn slices).
+# COORDINATOR_ARGS adds coordinator flags (e.g. "--slice-from-entries 0" for pawn slices),
+# WORKER_ARGS worker flags (e.g. "--memory 1GB" to hold each worker to a seat's estimate).
 # RESTART_AT_LEVEL=N kills the coordinator (SIGKILL) once a shared job's last pass reaches level
 # N and starts it again on the same data (its log goes to coord2.log): the seats resume.
 set -euo pipefail
@@ -26,7 +27,7 @@ coordinator coord.log
 sleep 2
 for i in $(seq 1 "$W"); do
   RUST_LOG=info NO_COLOR=1 /usr/bin/time -f "worker$i %e s wall %U+%S s cpu %M KB" \
-    "$B" worker --coordinator $SERVER --cache cache$i --name s$i --threads 1 > w$i.out 2> w$i.log &
+    "$B" worker --coordinator $SERVER --cache cache$i --name s$i --threads 1 ${WORKER_ARGS:-} > w$i.out 2> w$i.log &
 done
 sleep 3
 start=$(date +%s.%N)

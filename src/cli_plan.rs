@@ -106,7 +106,9 @@ worker solving, verifying and encoding it with its states in memory (dependency 
 at most at the block cache a worker reads them through when they do not fit);
 states_on_disk_bytes (whole tables under cycles-are-draws only): the peak with its states on
 local disk instead, which a worker short of memory for solve_bytes does (the \"solve memory\"
-column shows the smaller); stored_bytes: its compressed size in the
+column shows the smaller); seat_bytes (the same jobs): the peak of each worker when the job is
+shared (--share-by) and the worker sends only the entries it wrote, with its states on local
+disk and a bit per entry more (a worker with less memory sends whole words); stored_bytes: its compressed size in the
 store (estimated); disk_bytes: the local disk a worker needs for it (the compressed tables it
 depends on and its result); cpu_seconds: CPU time to solve, verify and encode it (estimated; divide by the
 threads for the time). The totals are the sums over the jobs, except max_solve_bytes: the
@@ -329,6 +331,9 @@ fn job_json(key: &JobKey, c: &JobCost) -> Json {
     if let Some(bytes) = c.states_on_disk_bytes {
         job["states_on_disk_bytes"] = json!(bytes);
     }
+    if let Some(bytes) = c.seat_bytes {
+        job["seat_bytes"] = json!(bytes);
+    }
     if !key.is_whole_table() {
         // A pawn slice: its slots, and the slices of its table its pawn advances read.
         job["first_slot"] = json!(key.slots.start);
@@ -506,12 +511,14 @@ pub fn print_simulation(sim: &Simulation, workers: &[SimWorker], t: &Totals) {
             simulate::SHARED_EFFICIENCY * 100.0
         );
         println!(
-            "  the coordinator relays {} between their workers (the words they send, {:.2} bytes \
-             per entry, and their parts of the table, each to every other seat), at most {}/s at once \
+            "  the coordinator relays {} between their workers (the kinds they send, {:.2} bytes \
+             per entry, {:.2} from workers short of a seat's memory, and their parts of the table, \
+             each to every other seat), at most {}/s at once \
              on its {} Gbit/s link (--coordinator-link); a worker receives at most {}/s; {} passes \
              per shared job, each a barrier of one round trip ({} ms assumed)",
             human_bytes(sim.relayed_bytes() as u64),
             share_policy::RELAYED_BYTES_PER_ENTRY,
+            share_policy::RELAYED_WORD_BYTES_PER_ENTRY,
             human_bytes(sim.peak_relay_bytes_per_second as u64),
             sim.relay_link_bytes_per_second * 8.0 / 1e9,
             human_bytes(sim.peak_worker_bytes_per_second as u64),
@@ -620,6 +627,7 @@ pub fn simulation_json(sim: &Simulation, workers: &[SimWorker]) -> Json {
             "link_bytes_per_second": sim.relay_link_bytes_per_second,
             "full_seconds": sim.relay_full_s,
             "bytes_per_entry": share_policy::RELAYED_BYTES_PER_ENTRY,
+            "word_bytes_per_entry": share_policy::RELAYED_WORD_BYTES_PER_ENTRY,
             "passes_per_job": share_policy::SHARED_PASSES,
             "barrier_round_trip_seconds": share_policy::BARRIER_ROUND_TRIP_SECONDS,
         },

@@ -9,11 +9,15 @@ use xqtb_core::{JobCost, JobKey, RuleSet};
 /// where the barriers of each pass may cost more.
 pub const SHARED_EFFICIENCY: f64 = 0.89;
 
-/// Bytes of words the workers sharing a table send in all per entry, each word going to every
-/// other worker: the start's words and those of the levels' resolutions (each resolution sent
-/// once, by the worker that made it), fitted to KRNvKRAB shared by two (docs/scaling.md,
-/// "Traffic": the larger of the two tables measured there).
-pub const RELAYED_BYTES_PER_ENTRY: f64 = 0.41;
+/// Bytes the workers sharing a table send in all per entry, each batch going to every other
+/// worker: the start's words and the entries the levels wrote (each resolution sent once, by
+/// the worker that made it), fitted to KRNvKRAB shared by two (docs/scaling.md, "Traffic":
+/// the larger of the two tables measured there).
+pub const RELAYED_BYTES_PER_ENTRY: f64 = 0.14;
+
+/// The same for workers without the memory of a seat ([`JobCost::seat_bytes`]), which send
+/// the words of kinds the levels wrote in whole: fitted the same way.
+pub const RELAYED_WORD_BYTES_PER_ENTRY: f64 = 0.41;
 
 /// Passes of a shared table, each ending at a barrier (a round trip to the coordinator): the
 /// most of the tables measured (docs/scaling.md, "Traffic"); the levels of larger tables may
@@ -67,12 +71,15 @@ impl Sharing {
         cost.cpu_seconds_with(memory) / (seats as f64 * SHARED_EFFICIENCY)
     }
 
-    /// The bytes the coordinator relays for a job of `cost` shared by `seats` workers: every
-    /// word the workers send and every worker's part of the stored table go to each of the
+    /// The bytes the coordinator relays for a job of `cost` shared by `seats` workers, of which
+    /// `sending_words` lack a seat's memory and send whole words: every kind a worker sends
+    /// (its share of the job's) and every worker's part of the stored table go to each of the
     /// `seats - 1` others.
-    pub fn relayed_bytes(cost: &JobCost, seats: usize) -> f64 {
-        let per_worker = RELAYED_BYTES_PER_ENTRY * cost.entries as f64 + cost.stored_bytes as f64;
-        seats.saturating_sub(1) as f64 * per_worker
+    pub fn relayed_bytes(cost: &JobCost, seats: usize, sending_words: usize) -> f64 {
+        let share = |rate: f64| rate * cost.entries as f64 / seats.max(1) as f64;
+        let kinds = seats.saturating_sub(sending_words) as f64 * share(RELAYED_BYTES_PER_ENTRY)
+            + sending_words as f64 * share(RELAYED_WORD_BYTES_PER_ENTRY);
+        seats.saturating_sub(1) as f64 * (kinds + cost.stored_bytes as f64)
     }
 
     /// The wall seconds the barriers of a shared job add: a round trip per pass.

@@ -231,9 +231,7 @@ pub fn simulate(
                 break;
             }
             let Reverse((_, w, lease)) = run.running.pop().expect("peeked");
-            if let Some(lease) = lease {
-                finish(&mut s, &mut ready_at, &lease, now_ms);
-            }
+            finish(&mut s, &mut ready_at, &lease, now_ms);
             idle.push(w);
         }
         for (lease, seats) in run.end_shared(workers, now_ms) {
@@ -299,7 +297,7 @@ struct Run {
     jobs: Vec<SimulatedJob>,
     index_of: BTreeMap<JobKey, usize>,
     /// Running jobs alone: when they end, the worker, and the job's lease.
-    running: BinaryHeap<Reverse<(u64, usize, Option<String>)>>,
+    running: BinaryHeap<Reverse<(u64, usize, String)>>,
     /// Running shared jobs, whose ends depend on how fast the link lets them all go.
     shared: Vec<SharedRun>,
     /// Seconds from the start up to which the shared jobs' progress is counted.
@@ -426,7 +424,15 @@ impl Run {
         }
         let end_ms = now_ms + (secs * 1e3).ceil().max(1.0) as u64;
         let start_s = u.leased_ms as f64 / 1e3;
-        let relayed_bytes = Sharing::relayed_bytes(&cost, seats);
+        // Seats short of a seat's memory send whole words.
+        let sending_words = std::iter::once(w)
+            .chain(u.others.iter().copied())
+            .filter(|&s| {
+                let seat = cost.seat_bytes.unwrap_or(0);
+                workers[s].memory_bytes.is_some_and(|m| m < seat)
+            })
+            .count();
+        let relayed_bytes = Sharing::relayed_bytes(&cost, seats, sending_words);
         self.index_of.insert(u.key, self.jobs.len());
         if seats > 1 {
             // Its end waits on the link: counted as it goes ([`Run::end_shared`]).
@@ -441,7 +447,7 @@ impl Run {
             });
         } else {
             self.busy_thread_s += secs * workers[w].threads as f64;
-            self.running.push(Reverse((end_ms, w, Some(u.lease))));
+            self.running.push(Reverse((end_ms, w, u.lease)));
         }
         self.jobs.push(SimulatedJob {
             key: u.key,
@@ -721,6 +727,40 @@ mod tests {
             (free.relay_full_s, half.relay_link_bytes_per_second),
             (0.0, demand / 2.0)
         );
+    }
+
+    /// A worker sharing a table with less memory than a seat's sends whole words: the job is
+    /// shared all the same, and relays more.
+    #[test]
+    fn workers_short_of_a_seats_memory_share_a_table_relaying_more() {
+        let krnkr = TableId::new(RuleSet::CyclesAreDraws, "KRNvKR".parse().unwrap());
+        let key = JobKey::whole(krnkr);
+        let cost = JobCost::of(&key);
+        let sharing = Sharing {
+            workers: 2,
+            from_entries: key.entries(),
+            max_replacements: 1,
+        };
+        let shared = |memory: u64| {
+            let sim = simulate(
+                &[krnkr],
+                &workers(2, 1, Some(memory)),
+                u64::MAX,
+                sharing,
+                f64::INFINITY,
+            );
+            let job = sim.jobs.iter().find(|j| j.key == key).unwrap().clone();
+            assert_eq!((job.seats, job.states_on_disk), (2, true));
+            job.relayed_bytes
+        };
+        let seat = cost.seat_bytes.unwrap();
+        assert!(cost.least_bytes() < seat);
+        let (entries, stored) = (cost.entries as f64, cost.stored_bytes as f64);
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-6 * b;
+        let rate = crate::share_policy::RELAYED_BYTES_PER_ENTRY;
+        assert!(near(shared(seat), rate * entries + stored));
+        let rate = crate::share_policy::RELAYED_WORD_BYTES_PER_ENTRY;
+        assert!(near(shared(seat - 1), rate * entries + stored));
     }
 
     /// A table shared as the coordinator shares it takes the idle workers when it is leased,

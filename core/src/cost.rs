@@ -58,6 +58,11 @@ pub const DEPENDENCY_CACHE_BYTES: u64 = 128_000_000;
 /// each entry's kind, two bits (`solver/src/level_groups.rs`).
 const KINDS_BYTES_PER_ENTRY: f64 = 0.25;
 
+/// Bytes per entry a worker sharing a job holds through the levels beside the kinds when it has
+/// the memory: a bit per entry, set when a pass writes the entry's kind, so that only those
+/// entries are sent to the others (`solver/src/level_groups.rs`).
+const WRITTEN_BYTES_PER_ENTRY: f64 = 0.125;
+
 /// Bytes per entry that verifying a table from its blocks holds for which entries are legal: a
 /// bit each.
 const LEGAL_BYTES_PER_ENTRY: f64 = 0.125;
@@ -114,6 +119,11 @@ pub struct JobCost {
     /// per entry of local disk): for the jobs that can be solved so (a whole table under
     /// `cycles-are-draws`), `None` for the others.
     pub states_on_disk_bytes: Option<u64>,
+    /// Peak bytes of each worker sharing the job that sends the others only the entries it
+    /// wrote ([`JobCost::states_on_disk_bytes`], since every such worker keeps its states on
+    /// local disk, with a bit per entry more through the levels to mark them; a worker with
+    /// less memory sends whole words instead): `None` for the jobs that cannot be shared.
+    pub seat_bytes: Option<u64>,
     /// Bytes the dependency tables take decoded whole (not the slices of the job's own table,
     /// which are always held whole).
     pub dependency_bytes: u64,
@@ -262,8 +272,8 @@ impl JobCost {
         // the encoded table or part (`worker::solve_in_groups`). A pawn slice also holds the
         // slices its pawn advances lead into, decoded.
         let on_disk = key.table.rules == RuleSet::CyclesAreDraws;
-        let states_on_disk_bytes = on_disk.then(|| {
-            let levels = KINDS_BYTES_PER_ENTRY * entries as f64
+        let on_disk_with = |levels_bytes_per_entry: f64| {
+            let levels = levels_bytes_per_entry * entries as f64
                 + GROUP_BYTES.min(2 * key.slots.len()) as f64;
             let verify = (LEGAL_BYTES_PER_ENTRY + VERIFY_HEAP_BYTES_PER_ENTRY) * entries as f64
                 + verify_cache_bytes(entries) as f64;
@@ -271,7 +281,10 @@ impl JobCost {
             BASE_BYTES
                 + (levels.max(verify) + stored + slices).ceil() as u64
                 + dependency_bytes.min(DEPENDENCY_CACHE_BYTES)
-        });
+        };
+        let states_on_disk_bytes = on_disk.then(|| on_disk_with(KINDS_BYTES_PER_ENTRY));
+        let seat_bytes =
+            on_disk.then(|| on_disk_with(KINDS_BYTES_PER_ENTRY + WRITTEN_BYTES_PER_ENTRY));
         JobCost {
             slots: key.slots.len(),
             entries,
@@ -280,6 +293,7 @@ impl JobCost {
                 + held.ceil() as u64
                 + dependency_bytes.min(DEPENDENCY_CACHE_BYTES),
             states_on_disk_bytes,
+            seat_bytes,
             dependency_bytes,
             stored_bytes: stored.ceil() as u64,
             disk_bytes: (stored + dependencies_stored).ceil() as u64,
@@ -353,10 +367,17 @@ mod tests {
             assert!(!c.keeps_states_on_disk(c.solve_bytes));
             assert!(c.keeps_states_on_disk(need));
             assert!(c.cpu_seconds_with(need) > c.cpu_seconds_with(c.solve_bytes));
+            // A worker sharing the job holds a bit per entry more, through the levels only.
+            let seat = c.seat_bytes.unwrap();
+            assert!(
+                seat > need && seat <= need + c.entries / 8 + 1,
+                "{sig}: {seat}"
+            );
         }
         // The rule phase is solved in memory; a pawn slice keeps its states on disk, holding
         // the slices its pawn advances lead into.
         assert_eq!(cost("KRNvKRA", RuleSet::Asian).states_on_disk_bytes, None);
+        assert_eq!(cost("KRNvKRA", RuleSet::Asian).seat_bytes, None);
         let large = TableId::new(RuleSet::CyclesAreDraws, "KRAABBvKPAABB".parse().unwrap());
         let slices = JobKey::jobs_of(large, 0);
         let (first, last) = (JobCost::of(&slices[0]), JobCost::of(slices.last().unwrap()));

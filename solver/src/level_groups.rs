@@ -36,13 +36,17 @@
 //!
 //! A job in groups can be shared by several workers ([`crate::level_share`]): each visits only
 //! its own groups, keeps a replica of every entry's kind, and at the end of each pass sends
-//! the others the words of kinds it changed ([`LevelGroups::send_updates`]) and takes theirs in
-//! ([`LevelGroups::receive_updates`]).
+//! the others the kinds it wrote in the pass ([`LevelGroups::send_updates`]) and takes theirs
+//! in ([`LevelGroups::receive_updates`]). Every change reaches the others in the pass that
+//! makes it, so an entry the pass did not write needs no sending: a bit per entry marks those
+//! written, and the updates hold only them (a receiver keeps the larger kind of each entry, so
+//! the others' 0 changes nothing). A worker without the memory for that bit keeps one per word
+//! of kinds and sends the words whole ([`crate::level_share::Sends`]).
 //!
 //! With the whole job in memory there is one group, always loaded, and no kinds.
 
 use crate::CHUNK_SLOTS;
-use crate::level_share::{self, ENTRIES_PER_WORD, Pass, Share, Updates};
+use crate::level_share::{self, ENTRIES_PER_WORD, Pass, Sends, Share, Updates};
 use crate::level_state::{self, LevelStates};
 use crate::position::Job;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
@@ -121,19 +125,28 @@ pub(crate) enum Kind {
 /// The kinds of every entry, 32 to a word, per side to move.
 struct Kinds {
     words: [Vec<AtomicU64>; 2],
-    /// With the job shared: per side, a bit per word, set when the word changes, for the
-    /// updates sent at the end of the pass.
-    dirty: Option<[Vec<AtomicU64>; 2]>,
+    /// With the job shared: per side, a bit per entry (or per word, as [`Sends`] says), set
+    /// when the pass writes the entry's kind, for the updates sent at the end of the pass. Only
+    /// the entries written need sending: the others hold the rest already.
+    written: Option<[Vec<AtomicU64>; 2]>,
+    /// The entries a bit of `written` stands for: 1, or [`ENTRIES_PER_WORD`].
+    entries_per_bit: usize,
 }
 
 impl Kinds {
-    /// Every entry illegal; `shared` keeps track of the words that change.
-    fn new(len: usize, shared: bool) -> Kinds {
+    /// Every entry illegal; with the job shared, keeps track of the entries written as `sends`
+    /// says.
+    fn new(len: usize, sends: Option<Sends>) -> Kinds {
         let words = len.div_ceil(ENTRIES_PER_WORD);
-        let zeros = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
+        let entries_per_bit = match sends {
+            Some(Sends::WrittenEntries) => 1,
+            _ => ENTRIES_PER_WORD,
+        };
+        let bits = || (0..len.div_ceil(64 * entries_per_bit)).map(|_| AtomicU64::new(0));
         Kinds {
             words: [0, 1].map(|_| (0..words).map(|_| AtomicU64::new(u64::MAX)).collect()),
-            dirty: shared.then(|| [0, 1].map(|_| zeros(words.div_ceil(64)))),
+            written: sends.map(|_| [0, 1].map(|_| bits().collect())),
+            entries_per_bit,
         }
     }
 
@@ -143,32 +156,48 @@ impl Kinds {
         (&self.words[side.index()][slot / ENTRIES_PER_WORD], shift)
     }
 
-    /// Notes that word `w` of `side` changes, when the job is shared.
+    /// Notes, when the job is shared, that the pass writes the kind of entry `slot` of `side`.
     #[inline]
-    fn touch(&self, side: Color, w: usize) {
-        if let Some(dirty) = &self.dirty {
-            let (bits, bit) = (&dirty[side.index()][w / 64], 1u64 << (w % 64));
+    fn touch(&self, side: Color, slot: usize) {
+        if let Some(written) = &self.written {
+            let bit = slot / self.entries_per_bit;
+            let (bits, bit) = (&written[side.index()][bit / 64], 1u64 << (bit % 64));
             if bits.load(Relaxed) & bit == 0 {
                 bits.fetch_or(bit, Relaxed);
             }
         }
     }
 
-    /// Takes the changed words of `side` in index order, handing each to `f` with its index.
-    fn take_dirty(
+    /// Takes the words of `side` that the pass wrote entries of, in index order, handing each
+    /// to `f` with its index, what it holds now and the mask of the entries written in it
+    /// (every entry, when a bit stands for a word).
+    fn take_written(
         &self,
         side: Color,
-        f: &mut dyn FnMut(u64, u64) -> std::io::Result<()>,
+        f: &mut dyn FnMut(u64, u64, u64) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
-        let Some(dirty) = &self.dirty else {
+        let Some(written) = &self.written else {
             return Ok(());
         };
-        for (i, bits) in dirty[side.index()].iter().enumerate() {
-            let mut b = bits.swap(0, Relaxed);
-            while b != 0 {
-                let w = i * 64 + b.trailing_zeros() as usize;
-                b &= b - 1;
-                f(w as u64, self.words[side.index()][w].load(Relaxed))?;
+        let words = &self.words[side.index()];
+        // The words of kinds one word of bits covers, and the bits each of them takes.
+        let covered = 64 * self.entries_per_bit / ENTRIES_PER_WORD;
+        let bits_per_word = 64 / covered;
+        for (i, bits) in written[side.index()].iter().enumerate() {
+            let b = bits.swap(0, Relaxed);
+            if b == 0 {
+                continue;
+            }
+            for j in 0..covered {
+                let entries = (b >> (j * bits_per_word)) & ((1 << bits_per_word) - 1);
+                if entries != 0 {
+                    let w = i * covered + j;
+                    let mask = match self.entries_per_bit {
+                        1 => level_share::kinds_mask(entries as u32),
+                        _ => u64::MAX,
+                    };
+                    f(w as u64, words[w].load(Relaxed), mask)?;
+                }
             }
         }
         Ok(())
@@ -188,25 +217,24 @@ impl Kinds {
     /// Sets the kind of an entry; only its own bits change.
     #[inline]
     fn set(&self, side: Color, slot: usize, kind: Kind) {
+        self.touch(side, slot);
         let (w, shift) = self.word(side, slot);
         w.fetch_and(!(3 << shift), Relaxed);
         w.fetch_or((kind as u64) << shift, Relaxed);
-        self.touch(side, slot / ENTRIES_PER_WORD);
     }
 
     /// Makes an unresolved entry `kind`; `false` when it was not [`Kind::Unresolved`].
     #[inline]
     fn claim(&self, side: Color, slot: usize, kind: Kind) -> bool {
         let (w, shift) = self.word(side, slot);
-        let claimed = w
-            .fetch_update(Relaxed, Relaxed, |x| {
-                ((x >> shift) & 3 == 0).then_some(x | (kind as u64) << shift)
-            })
-            .is_ok();
-        if claimed {
-            self.touch(side, slot / ENTRIES_PER_WORD);
+        if (w.load(Relaxed) >> shift) & 3 != 0 {
+            return false;
         }
-        claimed
+        self.touch(side, slot);
+        w.fetch_update(Relaxed, Relaxed, |x| {
+            ((x >> shift) & 3 == 0).then_some(x | (kind as u64) << shift)
+        })
+        .is_ok()
     }
 
     /// The words of `side`, for the updates of other workers.
@@ -373,7 +401,7 @@ impl<'s> LevelGroups<'s> {
                 .collect(),
             scratch: scratch.filter(|_| several),
             loaded: (!several).then_some(0),
-            kinds: several.then(|| Kinds::new(len, share.is_some())),
+            kinds: several.then(|| Kinds::new(len, share.as_ref().map(|s| s.sends))),
             changed: several.then(|| {
                 (0..2 * job.chunks)
                     .map(|_| AtomicBool::new(false))
@@ -407,9 +435,10 @@ impl<'s> LevelGroups<'s> {
     }
 
     /// With the job shared, hands the other workers this worker's updates of `pass`
-    /// ([`crate::level_share`]): the words of kinds changed in it (after a loss level's first
-    /// pass only those of other workers' entries, whose marks are then dropped here), the
-    /// entries it resolved, and after the start the last level a capture falls due at.
+    /// ([`crate::level_share`]): the kinds changed in it, the start's words whole (after a loss
+    /// level's first pass only those of other workers' entries, whose marks are then dropped
+    /// here), the entries it resolved, and after the start the last level a capture falls due
+    /// at.
     pub(crate) fn send_updates(
         &self,
         pass: Pass,
@@ -427,7 +456,7 @@ impl<'s> LevelGroups<'s> {
         let mut words = 0;
         if let Some(kinds) = &self.kinds {
             for side in Color::ALL {
-                kinds.take_dirty(side, &mut |w, word| {
+                kinds.take_written(side, &mut |w, word, written| {
                     let own = self.owns(w as usize * ENTRIES_PER_WORD);
                     if matches!(pass, Pass::Mark(_)) {
                         if own {
@@ -435,6 +464,15 @@ impl<'s> LevelGroups<'s> {
                         }
                         let a = &kinds.side(side)[w as usize];
                         a.store(level_share::unmark_word(a.load(Relaxed)), Relaxed);
+                    }
+                    // The start's words whole (the others store them); after it, the entries
+                    // written in the pass: the others hold the rest already.
+                    let word = match pass {
+                        Pass::Start => word,
+                        _ => word & written,
+                    };
+                    if word == 0 && pass != Pass::Start {
+                        return Ok(());
                     }
                     batch.words[side.index()].push((w, word));
                     words += 1;

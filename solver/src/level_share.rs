@@ -4,8 +4,9 @@
 //! groups ([`Share::owner`]) and runs every level over those only, level-synchronously with
 //! the others. Whatever one group's pass does to another group's entries already goes through
 //! the **kinds** (two bits per entry held for the whole job), so a worker sharing a job holds a
-//! replica of every entry's kind and, at the end of each pass, hands the others the words of
-//! kinds it changed ([`Updates`]), and takes theirs in:
+//! replica of every entry's kind and, at the end of each pass, hands the others the kinds it
+//! wrote ([`Updates`]; entry by entry, or the words of kinds they are in, as [`Sends`] says),
+//! and takes theirs in:
 //!
 //! - after the start (captures and mates folded): each worker's own entries, legal or not, lost
 //!   at 0 plies or unresolved; the others take these words as they are;
@@ -57,8 +58,11 @@ pub struct Updates {
     pub resolved: u64,
     /// After [`Pass::Start`]: the last level a capture of the worker's entries falls due at.
     pub last_capture: u16,
-    /// Per side to move, the words of kinds changed in the pass: each word's index (its
-    /// entries are the job slots `32 * index..32 * index + 32`) and the word.
+    /// Per side to move, the words of kinds written in the pass: each word's index (its
+    /// entries are the job slots `32 * index..32 * index + 32`) and the word. The start sends
+    /// its words whole; the other passes the entries written in them, or the words whole
+    /// ([`Sends`]), the other entries 0 (a receiver keeps the larger kind of each entry, so a
+    /// 0 changes nothing).
     pub words: [Vec<(u64, u64)>; 2],
 }
 
@@ -93,6 +97,20 @@ pub struct Share<'a> {
     pub workers: usize,
     /// How their updates travel.
     pub exchange: &'a dyn Exchange,
+    /// What this worker sends of each pass after the start.
+    pub sends: Sends,
+}
+
+/// What a worker sharing a job sends the others of each pass after the start: every change
+/// in any case, and what else its memory allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sends {
+    /// The entries it wrote in the pass: the least traffic, for a bit per entry of memory
+    /// through the levels (`xqtb_core::JobCost::seat_bytes`).
+    WrittenEntries,
+    /// The words of kinds it wrote in, whole: about three times the traffic, for a bit per
+    /// word of memory.
+    ChangedWords,
 }
 
 impl Share<'_> {
@@ -180,24 +198,66 @@ impl Updates {
         (self.words[0].len() + self.words[1].len()) as u64
     }
 
-    /// The updates as bytes to send: the word indices as gaps, the words whole, compressed
-    /// (most words of a level hold few changes, and neighbouring words alike).
+    /// The updates as bytes to send, compressed. The start's words go whole, each after the gap
+    /// from the word before (the others store them). The other passes' words go in whichever
+    /// of two forms is shorter: whole in the same way, or entry by entry, each entry that is
+    /// not 0 as the gap from the entry before and its kind (a worker that sends only the
+    /// entries it wrote has few in a word, and whole words would mostly repeat what the
+    /// receiver has); their words that are 0 change nothing and are not sent.
     pub fn encode(&self) -> Vec<u8> {
         let mut raw = Vec::new();
         let (tag, level) = self.pass.tag();
-        raw.push(tag);
+        let start = self.pass == Pass::Start;
+        let words = |side: &[(u64, u64)]| {
+            let mut body = Vec::new();
+            let sent = side.iter().filter(|&&(_, word)| start || word != 0);
+            put_varint(&mut body, sent.clone().count() as u64);
+            let mut last = 0;
+            for &(index, word) in sent {
+                put_varint(&mut body, index - last);
+                body.extend_from_slice(&word.to_le_bytes());
+                last = index;
+            }
+            body
+        };
+        let entries = |side: &[(u64, u64)]| {
+            let mut body = Vec::new();
+            let count = side.iter().map(|&(_, w)| entries_in(w)).sum::<u32>();
+            put_varint(&mut body, u64::from(count));
+            let mut last = 0;
+            for &(index, word) in side {
+                for i in 0..ENTRIES_PER_WORD as u64 {
+                    let kind = (word >> (2 * i)) & 3;
+                    if kind != 0 {
+                        let entry = index * ENTRIES_PER_WORD as u64 + i;
+                        put_varint(&mut body, entry - last);
+                        body.push(kind as u8);
+                        last = entry;
+                    }
+                }
+            }
+            body
+        };
+        let whole: Vec<u8> = self.words.iter().flat_map(|side| words(side)).collect();
+        let body = match start {
+            true => None,
+            false => Some(
+                self.words
+                    .iter()
+                    .flat_map(|side| entries(side))
+                    .collect::<Vec<u8>>(),
+            ),
+        }
+        .filter(|by_entry| by_entry.len() < whole.len());
+        raw.push(if body.is_some() {
+            tag | ENTRY_FORMAT
+        } else {
+            tag
+        });
         raw.extend_from_slice(&level.to_le_bytes());
         raw.extend_from_slice(&self.last_capture.to_le_bytes());
         put_varint(&mut raw, self.resolved);
-        for words in &self.words {
-            put_varint(&mut raw, words.len() as u64);
-            let mut last = 0;
-            for &(index, word) in words {
-                put_varint(&mut raw, index - last);
-                raw.extend_from_slice(&word.to_le_bytes());
-                last = index;
-            }
-        }
+        raw.extend_from_slice(body.as_deref().unwrap_or(&whole));
         zstd::bulk::compress(&raw, 1).expect("compressing to memory")
     }
 
@@ -205,9 +265,14 @@ impl Updates {
     pub fn decode(bytes: &[u8]) -> io::Result<Updates> {
         let raw = zstd::stream::decode_all(bytes).map_err(|e| bad(&e.to_string()))?;
         let mut r = Reader(&raw);
-        let tag = r.take(1)?[0];
+        let raw_tag = r.take(1)?[0];
+        let by_entry = raw_tag & ENTRY_FORMAT != 0;
         let level = u16::from_le_bytes(r.take(2)?.try_into().expect("two bytes"));
-        let pass = Pass::from_tag(tag, level).ok_or_else(|| bad("unknown pass"))?;
+        let pass =
+            Pass::from_tag(raw_tag & !ENTRY_FORMAT, level).ok_or_else(|| bad("unknown pass"))?;
+        if by_entry && pass == Pass::Start {
+            return Err(bad("the start's words entry by entry"));
+        }
         let last_capture = u16::from_le_bytes(r.take(2)?.try_into().expect("two bytes"));
         let resolved = r.varint()?;
         let mut words = [Vec::new(), Vec::new()];
@@ -218,8 +283,24 @@ impl Updates {
                 index = index
                     .checked_add(r.varint()?)
                     .ok_or_else(|| bad("a word index too large"))?;
-                let word = u64::from_le_bytes(r.take(8)?.try_into().expect("eight bytes"));
-                side.push((index, word));
+                if !by_entry {
+                    let word = u64::from_le_bytes(r.take(8)?.try_into().expect("eight bytes"));
+                    side.push((index, word));
+                    continue;
+                }
+                // An entry and its kind, into its word.
+                let kind = u64::from(r.take(1)?[0]);
+                if kind == 0 || kind > 3 {
+                    return Err(bad("an entry of no kind"));
+                }
+                let (w, i) = (
+                    index / ENTRIES_PER_WORD as u64,
+                    index % ENTRIES_PER_WORD as u64,
+                );
+                match side.last_mut() {
+                    Some((last, word)) if *last == w => *word |= kind << (2 * i),
+                    _ => side.push((w, kind << (2 * i))),
+                }
             }
         }
         if !r.0.is_empty() {
@@ -264,6 +345,27 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Set in the pass tag of updates that carry their words entry by entry rather than whole.
+const ENTRY_FORMAT: u8 = 0x10;
+
+/// The mask of a word of kinds that covers the entries whose bits are set in `entries`: each
+/// bit spread to its entry's two.
+pub(crate) fn kinds_mask(entries: u32) -> u64 {
+    let mut x = u64::from(entries);
+    x = (x | x << 16) & 0x0000_FFFF_0000_FFFF;
+    x = (x | x << 8) & 0x00FF_00FF_00FF_00FF;
+    x = (x | x << 4) & 0x0F0F_0F0F_0F0F_0F0F;
+    x = (x | x << 2) & 0x3333_3333_3333_3333;
+    x = (x | x << 1) & 0x5555_5555_5555_5555;
+    x * 3
+}
+
+/// How many entries of a word of kinds are not 0.
+fn entries_in(word: u64) -> u32 {
+    const LOW: u64 = 0x5555_5555_5555_5555;
+    ((word | word >> 1) & LOW).count_ones()
+}
+
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -274,23 +376,74 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Pass, Updates, merge_word, unmark_word};
+    use super::{ENTRIES_PER_WORD, Pass, Updates, kinds_mask, merge_word, unmark_word};
+
+    #[test]
+    fn a_mask_covers_exactly_the_entries_named() {
+        for entries in [0u32, 1, 0x8000_0000, 0xFFFF_FFFF, 0x1234_5678, 0x8000_0001] {
+            let mask = kinds_mask(entries);
+            for i in 0..ENTRIES_PER_WORD {
+                let want = if entries >> i & 1 == 1 { 3 } else { 0 };
+                assert_eq!((mask >> (2 * i)) & 3, want, "{entries:#x} entry {i}");
+            }
+        }
+    }
 
     #[test]
     fn updates_round_trip_through_bytes_and_reject_damage() {
+        // Few entries to a word go entry by entry, many as whole words; either way every word
+        // comes back, but after the start those that are 0.
+        let sparse = [vec![(0, 7), (5, 1 << 40), (1 << 40, 0)], vec![(3, 0x5)]];
+        let dense = [
+            vec![(0, u64::MAX), (5, 0x5555_5555_5555_5555)],
+            vec![(9, 0)],
+        ];
+        for (words, by_entry) in [(sparse, true), (dense, false)] {
+            for pass in [Pass::Start, Pass::Win(3), Pass::Mark(17), Pass::Resolve(4)] {
+                let u = Updates {
+                    pass,
+                    resolved: 123_456_789,
+                    last_capture: 40,
+                    words: words.clone(),
+                };
+                let mut back = u.clone();
+                if pass != Pass::Start {
+                    back.words
+                        .iter_mut()
+                        .for_each(|side| side.retain(|&(_, w)| w != 0));
+                }
+                let bytes = u.encode();
+                assert_eq!(Updates::decode(&bytes).unwrap(), back, "{pass}");
+                let tag = zstd::stream::decode_all(&bytes[..]).unwrap()[0];
+                let entry_form = tag & super::ENTRY_FORMAT != 0;
+                assert_eq!(entry_form, by_entry && pass != Pass::Start, "{pass}");
+            }
+        }
         let u = Updates {
             pass: Pass::Mark(17),
-            resolved: 123_456_789,
+            resolved: 1,
             last_capture: 40,
-            words: [vec![(0, 7), (5, u64::MAX), (1 << 40, 0)], vec![(3, 0x5555)]],
+            words: [vec![(0, 7), (5, 1 << 62)], vec![(3, 0x5), (9, 1 << 62)]],
         };
         let bytes = u.encode();
         assert_eq!(Updates::decode(&bytes).unwrap(), u);
         assert!(Updates::decode(&bytes[..bytes.len() - 1]).is_err());
-        let mut raw = zstd::stream::decode_all(&bytes[..]).unwrap();
-        raw[0] = 9;
-        let err = Updates::decode(&zstd::bulk::compress(&raw, 1).unwrap()).unwrap_err();
-        assert!(err.to_string().contains("unknown pass"), "{err}");
+        let raw = zstd::stream::decode_all(&bytes[..]).unwrap();
+        let damaged = |raw: &[u8]| {
+            Updates::decode(&zstd::bulk::compress(raw, 1).unwrap())
+                .unwrap_err()
+                .to_string()
+        };
+        let with_tag = |tag: u8| [&[tag][..], &raw[1..]].concat();
+        assert!(damaged(&with_tag(9)).contains("unknown pass"));
+        // The start's words come whole.
+        let start = Pass::Start.tag().0 | super::ENTRY_FORMAT;
+        assert!(damaged(&with_tag(start)).contains("the start's words"));
+        // The last byte is the kind of the last entry (a mark); an entry of kind 0 is no change.
+        let mut zero_kind = raw.clone();
+        assert_eq!(zero_kind.pop(), Some(1));
+        zero_kind.push(0);
+        assert!(damaged(&zero_kind).contains("an entry of no kind"));
     }
 
     #[test]

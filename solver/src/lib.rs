@@ -79,7 +79,7 @@ pub use block_reader::Legal;
 pub use error::{JobError, SolveError, VerifyError};
 pub use job::{solve_and_verify, solve_and_verify_range, solve_by_slices, solve_closure_in_memory};
 pub use level_groups::{Scratch, StateStore, group_count};
-pub use level_share::{BATCH_WORDS, Exchange, Pass, Share, Updates};
+pub use level_share::{BATCH_WORDS, Exchange, Pass, Sends, Share, Updates};
 pub use progress::Progress;
 pub use share_in_process::{SharedRun, solve_shared_in_process};
 pub use share_relay::{LogRef, LogStore, PassTraffic, Relay, RelayBatch, RelayError};

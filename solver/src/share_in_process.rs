@@ -13,7 +13,7 @@
 use crate::block_reader::Legal;
 use crate::error::SolveError;
 use crate::level_groups::{Scratch, StateStore};
-use crate::level_share::{Exchange, Pass, Share, Updates};
+use crate::level_share::{Exchange, Pass, Sends, Share, Updates};
 use crate::share_relay::{PassTraffic, Relay, RelayBatch, RelayError};
 use std::collections::BTreeSet;
 use std::io;
@@ -111,6 +111,8 @@ pub struct SharedRun {
     pub threads: usize,
     /// How many times a failed worker is replaced before the job fails.
     pub replacements: usize,
+    /// What each worker sends the others of a pass.
+    pub sends: Sends,
 }
 
 /// Solves the slots `slots` of table `id` under cycles-are-draws with `workers` workers sharing
@@ -145,6 +147,7 @@ pub fn solve_shared_in_process(
                 worker,
                 workers,
                 exchange,
+                sends: run.sends,
             }),
         };
         let mut take = |part: Table| {
@@ -208,7 +211,7 @@ fn is_abandoned(e: &SolveError) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{SharedRun, solve_shared_in_process};
+    use super::{Sends, SharedRun, solve_shared_in_process};
     use crate::level_groups::{MemoryScratch, Scratch};
     use crate::level_share::Pass;
     use crate::{CHUNK_SLOTS, SolveError};
@@ -285,18 +288,23 @@ mod tests {
     /// A job shared by two or three workers gives the table one worker gives with the job
     /// whole in memory, bit for bit: KRvKN (mates of 25 plies, captures into two tables) and
     /// KNPvK (a pawn table, whole under cycles-are-draws), with groups of one and of five
-    /// chunks, and a window of 3 levels that slides every few levels. The exchange carried
-    /// the start's and the levels' updates.
+    /// chunks, and a window of 3 levels that slides every few levels, the workers sending the
+    /// entries they wrote or whole words. The exchange carried the start's and the levels'
+    /// updates.
     #[test]
     fn shared_jobs_give_the_tables_memory_gives() {
         for sig in ["KRvKN", "KNPvK"] {
             let (id, tables, whole) = solved(sig);
-            for (workers, group_slots, window) in [(2, CHUNK_SLOTS, 82), (3, 5 * CHUNK_SLOTS, 3)] {
+            for (workers, group_slots, window, sends) in [
+                (2, CHUNK_SLOTS, 82, Sends::WrittenEntries),
+                (3, 5 * CHUNK_SLOTS, 3, Sends::ChangedWords),
+            ] {
                 crate::retrograde::WINDOW.store(window, Relaxed);
                 let run = SharedRun {
                     group_slots,
                     threads: 1,
                     replacements: 0,
+                    sends,
                 };
                 let traffic = shared_equals_memory(
                     id,
@@ -322,7 +330,8 @@ mod tests {
 
     /// A pawn slice shared by two workers gives the slice the whole table has, bit for bit:
     /// the slices of KRPvKA with the most slots with and without pawn advances into other
-    /// slices (read from the table solved before, as a cluster's slice job reads them).
+    /// slices (read from the table solved before, as a cluster's slice job reads them), the
+    /// workers sending the entries they wrote and whole words.
     #[test]
     fn a_shared_pawn_slice_gives_the_values_memory_gives() {
         let (id, tables, whole) = solved("KRPvKA");
@@ -336,12 +345,16 @@ mod tests {
                 .unwrap()
                 .slots
         };
-        for slots in [widest(true), widest(false)] {
+        for (slots, sends) in [
+            (widest(true), Sends::WrittenEntries),
+            (widest(false), Sends::ChangedWords),
+        ] {
             assert!(slots.len() >= 2 * CHUNK_SLOTS, "{slots}: too few groups");
             let run = SharedRun {
                 group_slots: CHUNK_SLOTS,
                 threads: 1,
                 replacements: 0,
+                sends,
             };
             shared_equals_memory(id, slots, &tables, &whole, 2, run, &memory_scratch);
         }
@@ -399,6 +412,7 @@ mod tests {
             group_slots: CHUNK_SLOTS,
             threads: 1,
             replacements: 0,
+            sends: Sends::WrittenEntries,
         };
         let broken = |w: usize, _: usize| -> std::io::Result<Box<dyn Scratch>> {
             Ok(Box::new(Failing::new(if w == 1 { 1 } else { usize::MAX })))
@@ -432,6 +446,7 @@ mod tests {
             group_slots: CHUNK_SLOTS,
             threads: 1,
             replacements: 1,
+            sends: Sends::WrittenEntries,
         };
         // Worker 1 has two of KRvKN's six groups: the start stores each (a write per side),
         // and every pass after it stores the one it leaves, so its twelfth write comes a few

@@ -80,6 +80,8 @@ pub fn solve_shared_in_process(
         threads,
         // Workers in one process fail together: nothing to replace.
         replacements: 0,
+        // As a worker with a seat's memory does.
+        sends: solver::Sends::WrittenEntries,
     };
     let parts = std::sync::Mutex::new(Vec::new());
     let encode = |_worker: usize, part: xqtb_core::Table| {

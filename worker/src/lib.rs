@@ -413,6 +413,8 @@ async fn run_job(
         let states_dir = (seat.is_some()
             || JobCost::of(&key).keeps_states_on_disk(memory_for_job(config)))
         .then(|| states_dir(config));
+        // Judged, as the above, before the dependencies are loaded.
+        let sends = seat_sends(&key, config);
         let (on_disk, group_bytes) = (states_dir.is_some(), config.group_bytes);
         let mut tables = MemoryTables::new();
         if cache_bytes.is_none() {
@@ -468,6 +470,7 @@ async fn run_job(
                         client: share_client,
                         runtime,
                         dir,
+                        sends,
                         #[cfg(feature = "fault-injection")]
                         stall_at_pass: stall_at_pass
                             .filter(|&(stalled, _)| stalled == seat.seat)
@@ -558,6 +561,16 @@ fn dependency_cache_bytes(config: &WorkerConfig, key: &JobKey) -> Option<u64> {
 /// Where this worker's jobs keep their states on local disk: a directory beside its cache.
 fn states_dir(config: &WorkerConfig) -> PathBuf {
     config.cache.with_extension("states")
+}
+
+/// What a seat of job `key` sends the others of a pass: the entries it wrote when this worker
+/// has the memory for a bit per entry ([`JobCost::seat_bytes`]), else whole words.
+fn seat_sends(key: &JobKey, config: &WorkerConfig) -> solver::Sends {
+    let memory = memory_for_job(config);
+    match JobCost::of(key).seat_bytes {
+        Some(seat) if memory == 0 || seat <= memory => solver::Sends::WrittenEntries,
+        _ => solver::Sends::ChangedWords,
+    }
 }
 
 /// The memory this worker has for its next job ([`xqtb_core::memory_for_jobs`]; 0: not said).

@@ -170,6 +170,8 @@ pub(crate) struct SeatJob<'a> {
     pub(crate) runtime: Handle,
     /// The directory of the seat's states on local disk.
     pub(crate) dir: &'a std::path::Path,
+    /// What the seat sends the others of a pass: as its memory allows.
+    pub(crate) sends: solver::Sends,
     #[cfg(feature = "fault-injection")]
     pub(crate) stall_at_pass: Option<usize>,
 }
@@ -199,6 +201,7 @@ pub(crate) fn solve_seat(
             worker: job.seat.seat,
             workers: job.seat.seats,
             exchange: &exchange,
+            sends: job.sends,
         }),
     };
     let (id, slots) = (job.key.table, job.key.slots);
