@@ -104,7 +104,9 @@ pub struct WorkerArgs {
     threads: Option<usize>,
     /// Memory this worker may use for one job, e.g. 8GiB or 512MB (default: the machine's
     /// memory, or its container's limit). The coordinator leases it only jobs whose estimated
-    /// memory fits (see `xqtb plan`).
+    /// memory fits (see `xqtb plan`). Sharing a job, it sends the others only the entries it
+    /// wrote when this covers a seat's estimate (`seat_bytes` in `xqtb plan --json`), else
+    /// whole words, two to three times the bytes.
     #[arg(long)]
     memory: Option<bytesize::ByteSize>,
     /// Read the tables a job depends on through a block cache of this size (e.g. 256MiB)

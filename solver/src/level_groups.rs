@@ -129,8 +129,9 @@ struct Kinds {
     /// when the pass writes the entry's kind, for the updates sent at the end of the pass. Only
     /// the entries written need sending: the others hold the rest already.
     written: Option<[Vec<AtomicU64>; 2]>,
-    /// The entries a bit of `written` stands for: 1, or [`ENTRIES_PER_WORD`].
-    entries_per_bit: usize,
+    /// The entries a bit of `written` stands for, as a power of two: 1, or
+    /// [`ENTRIES_PER_WORD`] (a shift, since every write of the pass looks it up).
+    bit_shift: u32,
 }
 
 impl Kinds {
@@ -146,7 +147,7 @@ impl Kinds {
         Kinds {
             words: [0, 1].map(|_| (0..words).map(|_| AtomicU64::new(u64::MAX)).collect()),
             written: sends.map(|_| [0, 1].map(|_| bits().collect())),
-            entries_per_bit,
+            bit_shift: entries_per_bit.trailing_zeros(),
         }
     }
 
@@ -160,7 +161,7 @@ impl Kinds {
     #[inline]
     fn touch(&self, side: Color, slot: usize) {
         if let Some(written) = &self.written {
-            let bit = slot / self.entries_per_bit;
+            let bit = slot >> self.bit_shift;
             let (bits, bit) = (&written[side.index()][bit / 64], 1u64 << (bit % 64));
             if bits.load(Relaxed) & bit == 0 {
                 bits.fetch_or(bit, Relaxed);
@@ -181,7 +182,8 @@ impl Kinds {
         };
         let words = &self.words[side.index()];
         // The words of kinds one word of bits covers, and the bits each of them takes.
-        let covered = 64 * self.entries_per_bit / ENTRIES_PER_WORD;
+        let entries_per_bit = 1 << self.bit_shift;
+        let covered = 64 * entries_per_bit / ENTRIES_PER_WORD;
         let bits_per_word = 64 / covered;
         for (i, bits) in written[side.index()].iter().enumerate() {
             let b = bits.swap(0, Relaxed);
@@ -192,7 +194,7 @@ impl Kinds {
                 let entries = (b >> (j * bits_per_word)) & ((1 << bits_per_word) - 1);
                 if entries != 0 {
                     let w = i * covered + j;
-                    let mask = match self.entries_per_bit {
+                    let mask = match entries_per_bit {
                         1 => level_share::kinds_mask(entries as u32),
                         _ => u64::MAX,
                     };
@@ -217,24 +219,25 @@ impl Kinds {
     /// Sets the kind of an entry; only its own bits change.
     #[inline]
     fn set(&self, side: Color, slot: usize, kind: Kind) {
-        self.touch(side, slot);
         let (w, shift) = self.word(side, slot);
         w.fetch_and(!(3 << shift), Relaxed);
         w.fetch_or((kind as u64) << shift, Relaxed);
+        self.touch(side, slot);
     }
 
     /// Makes an unresolved entry `kind`; `false` when it was not [`Kind::Unresolved`].
     #[inline]
     fn claim(&self, side: Color, slot: usize, kind: Kind) -> bool {
         let (w, shift) = self.word(side, slot);
-        if (w.load(Relaxed) >> shift) & 3 != 0 {
-            return false;
+        let claimed = w
+            .fetch_update(Relaxed, Relaxed, |x| {
+                ((x >> shift) & 3 == 0).then_some(x | (kind as u64) << shift)
+            })
+            .is_ok();
+        if claimed {
+            self.touch(side, slot);
         }
-        self.touch(side, slot);
-        w.fetch_update(Relaxed, Relaxed, |x| {
-            ((x >> shift) & 3 == 0).then_some(x | (kind as u64) << shift)
-        })
-        .is_ok()
+        claimed
     }
 
     /// The words of `side`, for the updates of other workers.
@@ -435,10 +438,10 @@ impl<'s> LevelGroups<'s> {
     }
 
     /// With the job shared, hands the other workers this worker's updates of `pass`
-    /// ([`crate::level_share`]): the kinds changed in it, the start's words whole (after a loss
-    /// level's first pass only those of other workers' entries, whose marks are then dropped
-    /// here), the entries it resolved, and after the start the last level a capture falls due
-    /// at.
+    /// ([`crate::level_share`]): the kinds written in it (the start's words whole; after a
+    /// loss level's first pass only those of other workers' entries, whose marks are then
+    /// dropped here), the entries it resolved, and after the start the last level a capture
+    /// falls due at.
     pub(crate) fn send_updates(
         &self,
         pass: Pass,

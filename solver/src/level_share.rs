@@ -108,9 +108,9 @@ pub enum Sends {
     /// The entries it wrote in the pass: the least traffic, for a bit per entry of memory
     /// through the levels (`xqtb_core::JobCost::seat_bytes`).
     WrittenEntries,
-    /// The words of kinds it wrote in, whole: about three times the traffic, for a bit per
+    /// The words of kinds it wrote in, whole: two to three times the traffic, for a bit per
     /// word of memory.
-    ChangedWords,
+    WrittenWords,
 }
 
 impl Share<'_> {
@@ -200,12 +200,11 @@ impl Updates {
 
     /// The updates as bytes to send, compressed. The start's words go whole, each after the gap
     /// from the word before (the others store them). The other passes' words go in whichever
-    /// of two forms is shorter: whole in the same way, or entry by entry, each entry that is
+    /// of two forms is shorter once compressed: whole in the same way, or entry by entry, each entry that is
     /// not 0 as the gap from the entry before and its kind (a worker that sends only the
     /// entries it wrote has few in a word, and whole words would mostly repeat what the
     /// receiver has); their words that are 0 change nothing and are not sent.
     pub fn encode(&self) -> Vec<u8> {
-        let mut raw = Vec::new();
         let (tag, level) = self.pass.tag();
         let start = self.pass == Pass::Start;
         let words = |side: &[(u64, u64)]| {
@@ -238,27 +237,32 @@ impl Updates {
             }
             body
         };
-        let whole: Vec<u8> = self.words.iter().flat_map(|side| words(side)).collect();
-        let body = match start {
-            true => None,
-            false => Some(
-                self.words
-                    .iter()
-                    .flat_map(|side| entries(side))
-                    .collect::<Vec<u8>>(),
-            ),
+        let compressed = |tag: u8, body: &[u8]| {
+            let mut raw = vec![tag];
+            raw.extend_from_slice(&level.to_le_bytes());
+            raw.extend_from_slice(&self.last_capture.to_le_bytes());
+            put_varint(&mut raw, self.resolved);
+            raw.extend_from_slice(body);
+            zstd::bulk::compress(&raw, 1).expect("compressing to memory")
+        };
+        let whole = compressed(
+            tag,
+            &self.words.iter().flat_map(|s| words(s)).collect::<Vec<_>>(),
+        );
+        if start {
+            return whole;
         }
-        .filter(|by_entry| by_entry.len() < whole.len());
-        raw.push(if body.is_some() {
-            tag | ENTRY_FORMAT
+        let by_entry = self
+            .words
+            .iter()
+            .flat_map(|s| entries(s))
+            .collect::<Vec<_>>();
+        let by_entry = compressed(tag | ENTRY_FORMAT, &by_entry);
+        if by_entry.len() < whole.len() {
+            by_entry
         } else {
-            tag
-        });
-        raw.extend_from_slice(&level.to_le_bytes());
-        raw.extend_from_slice(&self.last_capture.to_le_bytes());
-        put_varint(&mut raw, self.resolved);
-        raw.extend_from_slice(body.as_deref().unwrap_or(&whole));
-        zstd::bulk::compress(&raw, 1).expect("compressing to memory")
+            whole
+        }
     }
 
     /// Updates from bytes [`Updates::encode`] made; an error names what is wrong with them.
@@ -393,11 +397,19 @@ mod tests {
     fn updates_round_trip_through_bytes_and_reject_damage() {
         // Few entries to a word go entry by entry, many as whole words; either way every word
         // comes back, but after the start those that are 0.
-        let sparse = [vec![(0, 7), (5, 1 << 40), (1 << 40, 0)], vec![(3, 0x5)]];
-        let dense = [
-            vec![(0, u64::MAX), (5, 0x5555_5555_5555_5555)],
-            vec![(9, 0)],
-        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            seed
+        };
+        let mut sparse = [vec![(5, 1 << 40), (1 << 40, 0)], vec![(3, 0x5)]];
+        let mut dense = [vec![(9, 0)], vec![]];
+        for i in 0..64 {
+            // One entry of a word, at a place of its own; every entry of a word, of any kind.
+            sparse[0].push((100 + 7 * i, 1 << (2 * (next() >> 59))));
+            dense[1].push((100 + 3 * i, next() | 0x5555_5555_5555_5555));
+        }
+        sparse[0].sort_unstable();
         for (words, by_entry) in [(sparse, true), (dense, false)] {
             for pass in [Pass::Start, Pass::Win(3), Pass::Mark(17), Pass::Resolve(4)] {
                 let u = Updates {

@@ -297,7 +297,7 @@ mod tests {
             let (id, tables, whole) = solved(sig);
             for (workers, group_slots, window, sends) in [
                 (2, CHUNK_SLOTS, 82, Sends::WrittenEntries),
-                (3, 5 * CHUNK_SLOTS, 3, Sends::ChangedWords),
+                (3, 5 * CHUNK_SLOTS, 3, Sends::WrittenWords),
             ] {
                 crate::retrograde::WINDOW.store(window, Relaxed);
                 let run = SharedRun {
@@ -347,7 +347,7 @@ mod tests {
         };
         for (slots, sends) in [
             (widest(true), Sends::WrittenEntries),
-            (widest(false), Sends::ChangedWords),
+            (widest(false), Sends::WrittenWords),
         ] {
             assert!(slots.len() >= 2 * CHUNK_SLOTS, "{slots}: too few groups");
             let run = SharedRun {

@@ -410,11 +410,11 @@ async fn run_job(
         // directory beside its cache store that goes with the job.
         // So does every seat of a shared job: the seats exchange the kinds of its groups'
         // states.
-        let states_dir = (seat.is_some()
-            || JobCost::of(&key).keeps_states_on_disk(memory_for_job(config)))
-        .then(|| states_dir(config));
-        // Judged, as the above, before the dependencies are loaded.
-        let sends = seat_sends(&key, config);
+        // Judged before the dependencies are loaded, as the coordinator judged the lease.
+        let (cost, memory) = (JobCost::of(&key), memory_for_job(config));
+        let states_dir = (seat.is_some() || cost.keeps_states_on_disk(memory))
+            .then(|| states_dir(config));
+        let sends = seat_sends(&cost, memory);
         let (on_disk, group_bytes) = (states_dir.is_some(), config.group_bytes);
         let mut tables = MemoryTables::new();
         if cache_bytes.is_none() {
@@ -563,13 +563,13 @@ fn states_dir(config: &WorkerConfig) -> PathBuf {
     config.cache.with_extension("states")
 }
 
-/// What a seat of job `key` sends the others of a pass: the entries it wrote when this worker
-/// has the memory for a bit per entry ([`JobCost::seat_bytes`]), else whole words.
-fn seat_sends(key: &JobKey, config: &WorkerConfig) -> solver::Sends {
-    let memory = memory_for_job(config);
-    match JobCost::of(key).seat_bytes {
+/// What a seat of a job of `cost` sends the others of a pass on a worker with `memory` for it
+/// (0: not said): the entries it wrote when that holds a bit per entry more
+/// ([`JobCost::seat_bytes`]), else whole words.
+fn seat_sends(cost: &JobCost, memory: u64) -> solver::Sends {
+    match cost.seat_bytes {
         Some(seat) if memory == 0 || seat <= memory => solver::Sends::WrittenEntries,
-        _ => solver::Sends::ChangedWords,
+        _ => solver::Sends::WrittenWords,
     }
 }
 
